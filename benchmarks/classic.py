@@ -1,0 +1,43 @@
+"""The default comparison: the five classic memories over builtin:classic, offline.
+
+Writes a results folder (run.json, records.jsonl, summary.csv), prints the summary table and the
+wall time. Target: under 2 minutes on a 2-core laptop after set-up.
+
+    python benchmarks/classic.py [--out DIR] [--memory SPEC ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+from memory_lab import load_dialogues, resolve_memories, run_benchmark
+from memory_lab.results import format_summary, read_results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--memory", nargs="+", default=["all"])
+    parser.add_argument("--dialogues", nargs="+", default=["builtin:classic"])
+    args = parser.parse_args()
+    out = args.out or Path("results") / datetime.now().strftime("classic-%Y%m%d-%H%M%S")
+    started = time.perf_counter()
+    outcome = run_benchmark(
+        resolve_memories(args.memory),
+        load_dialogues(*args.dialogues),
+        out,
+        sources=args.dialogues,
+    )
+    wall = time.perf_counter() - started
+    print(format_summary(outcome.summary, read_results(outcome.path).run))
+    print(f"\nwall time: {wall:.1f} s (target: under 120 s on 2 cores)")
+    print(f"results:   {outcome.path}/run.json, records.jsonl, summary.csv")
+    return 1 if outcome.failed_cells else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

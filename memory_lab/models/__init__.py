@@ -1,0 +1,52 @@
+"""Models named by a string: ``offline`` today; real providers go through the same door.
+
+``resolve_chat_model(spec, role)`` returns a LangChain chat model for a role: ``reader`` (answers
+the conversation) or ``memory`` (the LLM inside summary memories).
+"""
+
+from __future__ import annotations
+
+from langchain_core.language_models import BaseChatModel
+
+from memory_lab.models.embeddings import EMBEDDING_MODEL_NAME, OfflineEmbeddings
+from memory_lab.models.offline_reader import ABSTAIN_REPLY, OfflineReader, is_abstention
+from memory_lab.models.offline_summarizer import OfflineSummarizer
+from memory_lab.models.tokens import TOKENIZER_NAME, count_tokens
+
+ROLES = ("reader", "memory")
+
+__all__ = [
+    "ABSTAIN_REPLY",
+    "EMBEDDING_MODEL_NAME",
+    "TOKENIZER_NAME",
+    "OfflineEmbeddings",
+    "OfflineReader",
+    "OfflineSummarizer",
+    "count_tokens",
+    "is_abstention",
+    "resolve_chat_model",
+    "model_name",
+]
+
+
+def resolve_chat_model(
+    spec: str, role: str, embeddings: OfflineEmbeddings | None = None
+) -> BaseChatModel:
+    """Build the chat model named by ``spec`` for ``role``; ValueError for an unknown name."""
+    if role not in ROLES:
+        raise ValueError(f"unknown model role {role!r} (known: {', '.join(ROLES)})")
+    if spec == "offline":
+        if role == "reader":
+            return OfflineReader(embeddings=(embeddings or OfflineEmbeddings()).view(None))
+        return OfflineSummarizer()
+    raise ValueError(
+        f"unknown model {spec!r}: this version supports 'offline' "
+        "(real providers such as 'openai:gpt-4o-mini' are planned)"
+    )
+
+
+def model_name(spec: str, role: str) -> str:
+    """The name recorded in run.json for the model a spec resolves to."""
+    if spec == "offline":
+        return "offline-reader" if role == "reader" else "offline-summarizer"
+    return spec

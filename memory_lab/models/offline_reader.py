@@ -1,0 +1,167 @@
+"""The offline reader: a deterministic extractive chat model that answers only from its prompt.
+
+It is a measuring instrument for "did the memory put the fact in front of the model", not a
+chatbot. It finds the memory section of the shared prompt, splits it into sentences, scores each
+against the question by character n-gram overlap (which works for Korean, where particles attach
+to words) and embedding similarity, and replies with the best sentence(s), or abstains below a
+threshold. It never sees expected answers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import ConfigDict, Field
+
+from memory_lab.models.embeddings import OfflineEmbeddings
+from memory_lab.models.tokens import count_tokens, token_ids
+from memory_lab.normalize import normalize, sentences
+from memory_lab.prompt import split_prompt
+
+ABSTAIN_REPLY = "I don't know."
+
+_SPEAKER = re.compile(r"^\s*(human|ai|user|assistant|input|response|system)\s*:\s*", re.I)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+# Function words carry no content; dropping them keeps n-gram overlap about the topic.
+_STOPWORDS = frozenset(
+    """a an the and or but if of to in on at by for with from about as into over after before
+    is are was were be been being am do does did done have has had having will would shall should
+    can could may might must i me my mine myself you your yours we our us they them their he him
+    his she her it its this that these those what which who whom whose when where why how there
+    here again also just so than then too very not no yes any some all each more most much many
+    tell remind say said told ask asked know knew remember recall please okay ok oh well really
+    again did does one thing things get got going go went make made let like
+    뭐 뭐야 뭐였지 뭐였죠 뭐예요 뭐였어요 무엇 무슨 어디 어디야 어디였지 어디였죠 언제 누구 누가 몇
+    어떤 어떻게 얼마 얼마나 왜 제가 내가 저는 나는 제 내 저 나 우리 그 이 저희 그거 이거 혹시 다시
+    말했던 말한 말씀드린 했던 했지 했죠 했나요 였지 였죠 인가요 이었죠 알려줘 알려주세요 기억나""".split()
+)
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(normalize(text)) if w not in _STOPWORDS]
+
+
+@lru_cache(maxsize=65536)
+def _grams(text: str) -> frozenset[str]:
+    """Character 2- and 3-grams of the content words, with word-boundary marks."""
+    grams: set[str] = set()
+    for word in _content_words(text):
+        padded = f"<{word}>"
+        for n in (2, 3):
+            grams.update(padded[i : i + n] for i in range(len(padded) - n + 1))
+    return frozenset(grams)
+
+
+def lexical_similarity(question: str, sentence: str) -> float:
+    """Cosine similarity of the two texts' character n-gram sets (0..1)."""
+    q, s = _grams(question), _grams(sentence)
+    if not q or not s:
+        return 0.0
+    return len(q & s) / math.sqrt(len(q) * len(s))
+
+
+def split_sentences(memory: str) -> list[str]:
+    """Split a memory text into candidate sentences, without speaker prefixes."""
+    out: list[str] = []
+    for line in memory.splitlines():
+        line = _SPEAKER.sub("", line).strip()
+        out.extend(part for part in sentences(line) if _content_words(part))
+    return out
+
+
+class OfflineReader(BaseChatModel):
+    """Deterministic extractive answering model for offline benchmark runs."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    embeddings: OfflineEmbeddings = Field(default_factory=OfflineEmbeddings, exclude=True)
+    threshold: float = 0.35
+    lexical_weight: float = 0.5
+    max_sentences: int = 2
+    second_sentence_ratio: float = 0.9
+    custom_get_token_ids: Any = Field(default=token_ids, exclude=True)
+
+    @property
+    def _llm_type(self) -> str:
+        return "memory-lab-offline-reader"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {
+            "model": "offline-reader",
+            "threshold": self.threshold,
+            "lexical_weight": self.lexical_weight,
+            "max_sentences": self.max_sentences,
+        }
+
+    def answer(self, prompt: str) -> str:
+        """The reply to a prompt laid out by the shared template."""
+        memory, question = split_prompt(prompt)
+        candidates = list(dict.fromkeys(split_sentences(memory)))
+        if not candidates or not _content_words(question):
+            return ABSTAIN_REPLY
+        q_vec = self.embeddings.embed_query(question)
+        c_vecs = self.embeddings.embed_documents(candidates)
+        scored = []
+        for pos, (sentence, vec) in enumerate(zip(candidates, c_vecs, strict=True)):
+            dense = max(0.0, sum(a * b for a, b in zip(q_vec, vec, strict=True)))
+            score = self.lexical_weight * lexical_similarity(question, sentence)
+            score += (1 - self.lexical_weight) * dense
+            if sentence.rstrip().endswith(("?", "？")):
+                score *= 0.8  # a question restates a topic; it rarely holds the answer
+            scored.append((score, pos, sentence))
+        scored.sort(key=lambda x: (-x[0], x[1]))
+        best = scored[0][0]
+        if best < self.threshold:
+            return ABSTAIN_REPLY
+        chosen = [scored[0]]
+        for item in scored[1 : self.max_sentences]:
+            if item[0] >= best * self.second_sentence_ratio:
+                chosen.append(item)
+        chosen.sort(key=lambda x: x[1])  # keep memory order
+        return " ".join(s for _, _, s in chosen)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        prompt = "\n".join(str(m.content) for m in messages)
+        reply = self.answer(prompt)
+        usage = {
+            "input_tokens": count_tokens(prompt),
+            "output_tokens": count_tokens(reply),
+        }
+        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+        message = AIMessage(content=reply, usage_metadata=usage)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+_ABSTAIN_OPENINGS = (
+    "i don t know",
+    "i do not know",
+    "i m not sure",
+    "i am not sure",
+    "sorry i don t",
+    "you haven t told me",
+    "you have not told me",
+    "모르겠",
+    "잘 모르",
+    "알 수 없",
+)
+
+
+def is_abstention(reply: str) -> bool:
+    """True when a reply declines to answer: empty, or opening with an "I don't know" phrase."""
+    text = normalize(reply)
+    return not text or text.startswith(_ABSTAIN_OPENINGS)

@@ -1,0 +1,183 @@
+"""Results folders: ``run.json`` + ``records.jsonl`` on disk, tidy DataFrames and summaries.
+
+Records are appended and flushed as they happen, so a run that fails keeps everything recorded
+before the failure. ``read_results`` turns a folder into one row per event.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memory_lab.accounting import Price
+from memory_lab.scoring import wilson_interval
+
+RUN_FILE = "run.json"
+RECORDS_FILE = "records.jsonl"
+SUMMARY_FILE = "summary.csv"
+
+
+class RecordWriter:
+    """Appends one JSON line per record and flushes it to disk at once."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._fh.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._fh.close()
+
+
+def write_run_info(folder: Path, info: dict[str, Any]) -> None:
+    """Write ``run.json`` atomically (a reader never sees half a file)."""
+    tmp = folder / (RUN_FILE + ".tmp")
+    tmp.write_text(json.dumps(info, indent=2, ensure_ascii=False, sort_keys=True), "utf-8")
+    tmp.replace(folder / RUN_FILE)
+
+
+@dataclass
+class Results:
+    """A results folder read back: run parameters and tidy frames."""
+
+    path: Path
+    run: dict[str, Any]
+    turns: pd.DataFrame
+    probes: pd.DataFrame
+    cells: pd.DataFrame
+
+
+def read_records(path: str | Path) -> list[dict[str, Any]]:
+    """Every record of a results folder; a torn last line (a killed run) is skipped."""
+    file = Path(path) / RECORDS_FILE
+    if not file.exists():
+        raise FileNotFoundError(f"{path}: no {RECORDS_FILE}; is this a memory-lab results folder?")
+    records = []
+    lines = file.read_text("utf-8").splitlines()
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            if n == len(lines):
+                break
+            raise ValueError(f"{file}: line {n} is not valid JSON: {exc}") from exc
+    return records
+
+
+def read_results(path: str | Path) -> Results:
+    """Read a results folder into DataFrames: ``turns``, ``probes`` and ``cells``."""
+    folder = Path(path)
+    run_file = folder / RUN_FILE
+    run = json.loads(run_file.read_text("utf-8")) if run_file.exists() else {}
+    records = read_records(folder)
+    frames = {}
+    for kind in ("turn", "probe", "cell"):
+        rows = [{k: v for k, v in r.items() if k != "type"} for r in records if r["type"] == kind]
+        frames[kind] = pd.DataFrame(rows)
+    return Results(folder, run, frames["turn"], frames["probe"], frames["cell"])
+
+
+def _rate(values: pd.Series) -> float:
+    values = values.dropna()
+    return float(values.astype(bool).mean()) if len(values) else math.nan
+
+
+def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.DataFrame:
+    """One row per memory: accuracy with a 95% Wilson interval, hit and stale rates, tokens, cost.
+
+    Costs are estimates: conversation and memory-LLM tokens at the answering model's price,
+    embedded tokens at the embedding model's price, as named in ``run.json``.
+    """
+    turns, probes = results.turns, results.probes
+    order = results.run.get("memories") or sorted(
+        set(turns.get("memory", pd.Series(dtype=str))) | set(probes.get("memory", pd.Series(dtype=str)))
+    )
+    pricing = results.run.get("pricing", {})
+    llm_price = Price(**pricing["llm"]) if "llm" in pricing else None
+    emb_price = Price(**pricing["embeddings"]) if "embeddings" in pricing else None
+    rows = []
+    for memory in order:
+        t = turns[turns["memory"] == memory] if len(turns) else turns
+        p = probes[probes["memory"] == memory] if len(probes) else probes
+        n = len(p)
+        correct = int(p["correct"].sum()) if n else 0
+        low, high = wilson_interval(correct, n)
+        answerable = p[p["category"] != "abstention"] if n else p
+        with_stale = p[p["stale_answers"].map(len) > 0] if n else p
+        user_turns = t[t["prompt_tokens"] > 0] if len(t) else t
+        prompt_tokens = int(t["prompt_tokens"].sum() + (p["prompt_tokens"].sum() if n else 0))
+        completion_tokens = int(
+            t["completion_tokens"].sum() + (p["completion_tokens"].sum() if n else 0)
+        )
+        memory_llm_tokens = int(t["memory_input_tokens"].sum() + t["memory_output_tokens"].sum())
+        embedding_tokens = int(t["embedding_tokens"].sum() + (p["embedding_tokens"].sum() if n else 0))
+        memory_tokens = memory_llm_tokens + embedding_tokens
+        cost = math.nan
+        if llm_price is not None and emb_price is not None:
+            cost = (
+                (prompt_tokens + t["memory_input_tokens"].sum()) * llm_price.input_per_mtok
+                + (completion_tokens + t["memory_output_tokens"].sum()) * llm_price.output_per_mtok
+                + embedding_tokens * emb_price.input_per_mtok
+            ) / 1e6
+        rows.append(
+            {
+                "memory": memory,
+                "dialogues": int(t["dialogue"].nunique()) if len(t) else 0,
+                "probes": n,
+                "accuracy": correct / n if n else math.nan,
+                "accuracy_low": low,
+                "accuracy_high": high,
+                "context_hit_rate": _rate(answerable["context_hit"]) if len(answerable) else math.nan,
+                "stale_rate": _rate(with_stale["stale"]) if len(with_stale) else math.nan,
+                "mean_prompt_tokens": float(user_turns["prompt_tokens"].mean())
+                if len(user_turns)
+                else math.nan,
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "memory_tokens": memory_tokens,
+                "total_tokens": prompt_tokens + completion_tokens + memory_tokens,
+                "est_cost_usd": float(cost),
+                "seconds": float(t["seconds"].sum() + (p["seconds"].sum() if n else 0)),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def format_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> str:
+    """The summary as a fixed-width table for the terminal."""
+    header = (
+        f"{'memory':<28} {'probes':>6} {'recall (95% CI)':>22} {'ctx-hit':>7} {'stale':>6} "
+        f"{'prompt/turn':>11} {'mem tokens':>10} {'total tokens':>12} {'est. cost $':>11} {'sec':>6}"
+    )
+    lines = [header, "-" * len(header)]
+
+    def pct(x: float) -> str:
+        return "   -  " if isinstance(x, float) and math.isnan(x) else f"{100 * x:5.1f}%"
+
+    for r in summary.to_dict("records"):
+        ci = f"{pct(r['accuracy'])} [{pct(r['accuracy_low']).strip()}-{pct(r['accuracy_high']).strip()}]"
+        lines.append(
+            f"{r['memory']:<28} {r['probes']:>6} {ci:>22} {pct(r['context_hit_rate']):>7} "
+            f"{pct(r['stale_rate']):>6} {r['mean_prompt_tokens']:>11.0f} {r['memory_tokens']:>10,} "
+            f"{r['total_tokens']:>12,} {r['est_cost_usd']:>11.4f} {r['seconds']:>6.1f}"
+        )
+    if run and run.get("pricing"):
+        pr = run["pricing"]
+        lines.append(
+            f"est. cost is an estimate: LLM tokens priced as {pr['llm_model']}, "
+            f"embedded tokens as {pr['embeddings_model']} (memory_lab/data/prices.json)."
+        )
+    return "\n".join(lines)

@@ -1,0 +1,277 @@
+"""Replay one dialogue through one memory (DESIGN.md section 4) and emit records as they happen.
+
+Every cell gets a fresh memory and one ``ConversationChain`` with the shared prompt. User turns are
+teacher-forced: the runner records the prompt the chat model *would* receive, then saves the
+scripted exchange into the memory; whatever the memory's own LLM or embeddings do while saving is
+metered and charged to that turn. Probes go through the same chain with the memory wrapped in
+``ReadOnlySharedMemory``, so asking never changes what is remembered.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core._api import LangChainDeprecationWarning
+
+from memory_lab.accounting import Meter, MeterCallback
+from memory_lab.dialogue import Dialogue, Turn
+from memory_lab.memories.registry import BuildContext, MemorySpec, build_memory
+from memory_lab.models import resolve_chat_model
+from memory_lab.models.embeddings import OfflineEmbeddings
+from memory_lab.models.tokens import count_tokens
+from memory_lab.prompt import CONVERSATION_PROMPT, INPUT_KEY, MEMORY_KEY, OUTPUT_KEY
+from memory_lab.scoring import score_probe
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+@contextmanager
+def quiet_classic_deprecations() -> Iterator[None]:
+    """Silence langchain-classic's deprecation warnings, here and only here.
+
+    The classic memories and ``ConversationChain`` are deprecated upstream in favour of LangGraph;
+    measuring them is this project's purpose, so the warnings would only bury real output.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LangChainDeprecationWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        yield
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A user turn and the assistant reply that follows it, saved into memory together."""
+
+    index: int
+    user: Turn | None
+    assistant: tuple[Turn, ...]
+
+    @property
+    def turn_ids(self) -> tuple[str, ...]:
+        return tuple(t.id for t in ((self.user,) if self.user else ()) + self.assistant)
+
+    @property
+    def user_text(self) -> str:
+        return self.user.text if self.user else ""
+
+    @property
+    def reply_text(self) -> str:
+        return "\n".join(t.text for t in self.assistant)
+
+
+def exchanges(dialogue: Dialogue) -> list[Exchange]:
+    """Group turns into exchanges: each user turn with the assistant turns that follow it."""
+    out: list[Exchange] = []
+    user: Turn | None = None
+    replies: list[Turn] = []
+    for turn in dialogue.turns:
+        if turn.role == "user":
+            if user is not None or replies:
+                out.append(Exchange(len(out), user, tuple(replies)))
+            user, replies = turn, []
+        else:
+            replies.append(turn)
+    if user is not None or replies:
+        out.append(Exchange(len(out), user, tuple(replies)))
+    return out
+
+
+@dataclass(frozen=True)
+class RunModels:
+    """Model settings and run-wide shared state (the embedding cache)."""
+
+    llm: str = "offline"
+    memory_llm: str = "offline"
+    embeddings: OfflineEmbeddings | None = None
+    record_prompts: bool = True
+
+    def shared_embeddings(self) -> OfflineEmbeddings:
+        if self.embeddings is None:
+            raise ValueError("RunModels.embeddings must be set (use RunModels.create())")
+        return self.embeddings
+
+    @classmethod
+    def create(cls, llm: str = "offline", memory_llm: str = "offline", **kw: Any) -> RunModels:
+        return cls(llm=llm, memory_llm=memory_llm, embeddings=OfflineEmbeddings(), **kw)
+
+
+def cell_id_for(spec: MemorySpec, dialogue: Dialogue) -> str:
+    """A unique, Chroma-safe collection name: never reused, even across runs."""
+    safe = "".join(c if c.isalnum() or c in "._-" else "-" for c in f"{spec.name}.{dialogue.id}")
+    return f"ml-{safe[:200]}-{uuid.uuid4().hex[:12]}"
+
+
+class Cell:
+    """One (memory, dialogue) replay with its own memory, chain and meters."""
+
+    def __init__(self, spec: MemorySpec, dialogue: Dialogue, models: RunModels):
+        from langchain_classic.chains import ConversationChain
+        from langchain_classic.memory import ReadOnlySharedMemory
+
+        self.spec = spec
+        self.dialogue = dialogue
+        self.models = models
+        self.memory_meter = Meter()
+        self.answer_meter = Meter()
+        self.answer_callback = MeterCallback(self.answer_meter)
+        shared = models.shared_embeddings()
+        memory_llm = resolve_chat_model(models.memory_llm, "memory")
+        memory_llm.callbacks = [MeterCallback(self.memory_meter)]
+        self.ctx = BuildContext(
+            memory_llm=memory_llm,
+            embeddings=shared.view(self.memory_meter.add_embedding),
+            cell_id=cell_id_for(spec, dialogue),
+        )
+        self.memory = build_memory(spec, self.ctx)
+        reader = resolve_chat_model(models.llm, "reader", embeddings=shared)
+        reader.callbacks = [self.answer_callback]
+        self.chain = ConversationChain(
+            llm=reader,
+            prompt=CONVERSATION_PROMPT,
+            memory=ReadOnlySharedMemory(memory=self.memory),
+            input_key=INPUT_KEY,
+            output_key=OUTPUT_KEY,
+        )
+
+    def base_record(self, kind: str) -> dict[str, Any]:
+        return {
+            "type": kind,
+            "memory": self.spec.label,
+            "memory_name": self.spec.name,
+            "dialogue": self.dialogue.id,
+            "language": self.dialogue.language,
+        }
+
+    def memory_context(self, user_input: str) -> str:
+        """What the memory puts into the prompt for this input, always as a string."""
+        value = self.chain.memory.load_memory_variables({INPUT_KEY: user_input})[MEMORY_KEY]
+        if not isinstance(value, str):
+            raise TypeError(
+                f"memory '{self.spec.name}' returned {type(value).__name__} for '{MEMORY_KEY}'; "
+                "adapters must return the context as a string"
+            )
+        return value
+
+    def replay_exchange(self, ex: Exchange) -> dict[str, Any] | None:
+        """Record the would-be prompt for the user turn, then save the scripted exchange."""
+        started = time.perf_counter()
+        record = None
+        if ex.user is not None:
+            context = self.memory_context(ex.user_text)
+            prompt = CONVERSATION_PROMPT.format(**{MEMORY_KEY: context, INPUT_KEY: ex.user_text})
+            record = self.base_record("turn")
+            record.update(
+                session=ex.user.session_id,
+                turn_id=ex.user.id,
+                exchange=ex.index,
+                prompt_tokens=count_tokens(prompt),
+                context_tokens=count_tokens(context),
+                completion_tokens=count_tokens(ex.reply_text),
+            )
+            if self.models.record_prompts:
+                record["prompt"] = prompt
+        self.memory.save_context({INPUT_KEY: ex.user_text}, {OUTPUT_KEY: ex.reply_text})
+        usage = self.memory_meter.take()
+        if record is None:  # an exchange with no user turn still costs what saving it cost
+            record = self.base_record("turn")
+            record.update(
+                session=ex.assistant[0].session_id,
+                turn_id=ex.assistant[0].id,
+                exchange=ex.index,
+                prompt_tokens=0,
+                context_tokens=0,
+                completion_tokens=0,
+            )
+        record.update(
+            memory_llm_calls=usage.llm_calls,
+            memory_input_tokens=usage.input_tokens,
+            memory_output_tokens=usage.output_tokens,
+            embedding_tokens=usage.embedding_tokens,
+            memory_tokens=usage.total,
+            seconds=time.perf_counter() - started,
+        )
+        return record
+
+    def ask(self, probe, ex: Exchange) -> dict[str, Any]:
+        """Ask a probe through the chain with the memory read-only, and score the reply."""
+        started = time.perf_counter()
+        self.memory_meter.take()
+        self.answer_meter.take()
+        self.answer_callback.take_prompts()
+        reply = str(self.chain.invoke({INPUT_KEY: probe.question})[OUTPUT_KEY])
+        prompts = self.answer_callback.take_prompts()
+        prompt = prompts[-1] if prompts else ""
+        answer_usage = self.answer_meter.take()
+        memory_usage = self.memory_meter.take()
+        context = _memory_section(prompt)
+        score = score_probe(probe, reply, context)
+        record = self.base_record("probe")
+        record.update(
+            probe_id=probe.id,
+            category=probe.category,
+            after=probe.after,
+            exchange=ex.index,
+            question=probe.question,
+            answers=list(probe.answers),
+            stale_answers=list(probe.stale),
+            derived=probe.derived,
+            reply=reply,
+            correct=score.correct,
+            context_hit=score.context_hit,
+            stale=score.stale,
+            abstained=score.abstained,
+            prompt_tokens=answer_usage.input_tokens,
+            completion_tokens=answer_usage.output_tokens,
+            context_tokens=count_tokens(context),
+            memory_tokens=memory_usage.total,
+            embedding_tokens=memory_usage.embedding_tokens,
+            seconds=time.perf_counter() - started,
+            prompt=prompt,
+        )
+        if probe.metadata:
+            record["probe_metadata"] = dict(probe.metadata)
+        return record
+
+    def close(self) -> None:
+        self.ctx.close()
+
+
+def _memory_section(prompt: str) -> str:
+    from memory_lab.prompt import split_prompt
+
+    try:
+        return split_prompt(prompt)[0]
+    except ValueError:  # a prompt from another template: search all of it
+        return prompt
+
+
+def replay_dialogue(
+    spec: MemorySpec,
+    dialogue: Dialogue,
+    models: RunModels,
+    emit: Emit,
+    on_exchange: Callable[[], None] | None = None,
+) -> None:
+    """Replay ``dialogue`` through a fresh ``spec`` memory, emitting turn and probe records."""
+    with quiet_classic_deprecations():
+        cell = Cell(spec, dialogue, models)
+        try:
+            exs = exchanges(dialogue)
+            where = {tid: ex for ex in exs for tid in ex.turn_ids}
+            due: dict[int, list] = {}
+            for probe in dialogue.probes:
+                due.setdefault(where[probe.after].index, []).append(probe)
+            for ex in exs:
+                emit(cell.replay_exchange(ex))
+                for probe in due.get(ex.index, ()):
+                    emit(cell.ask(probe, ex))
+                if on_exchange is not None:
+                    on_exchange()
+        finally:
+            cell.close()

@@ -1,0 +1,45 @@
+"""Shared fixtures. The built-in suite is replayed once per test session and shared."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CLASSIC_MEMORIES = ["buffer", "window", "window:k=1", "summary", "summary_buffer", "vector"]
+
+
+@pytest.fixture(scope="session")
+def classic_run(tmp_path_factory):
+    """Results of the built-in suite through every classic memory (plus window:k=1)."""
+    from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
+
+    out = tmp_path_factory.mktemp("classic") / "run"
+    outcome = run_benchmark(
+        resolve_memories(CLASSIC_MEMORIES),
+        load_dialogues("builtin:classic"),
+        out,
+        sources=["builtin:classic"],
+        progress=False,
+    )
+    assert outcome.failed_cells == 0
+    return read_results(outcome.path)
+
+
+@pytest.fixture(scope="session")
+def run_models():
+    from memory_lab import RunModels
+
+    return RunModels.create()
+
+
+@pytest.fixture
+def mini_dialogue():
+    from memory_lab import load_dialogues
+
+    return load_dialogues(FIXTURES / "dialogues" / "mini.yaml")[0]
