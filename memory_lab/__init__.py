@@ -1,7 +1,15 @@
 """memory-lab: compare conversational memory strategies for LLM chatbots, offline by default."""
 
 from memory_lab.benchmark import resolve_memories, run_benchmark
-from memory_lab.dialogue import Dialogue, DialogueError, Probe, Session, Turn, load_dialogues, validate
+from memory_lab.dialogue import (
+    Dialogue,
+    DialogueError,
+    Probe,
+    Session,
+    Turn,
+    load_dialogues,
+    validate,
+)
 from memory_lab.memories import (
     BuildContext,
     TextMemory,

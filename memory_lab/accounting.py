@@ -70,7 +70,9 @@ class MeterCallback(BaseCallbackHandler):
         self.meter = meter
         self.prompts: list[str] = []
 
-    def on_chat_model_start(self, serialized: Any, messages: list[list[Any]], **kwargs: Any) -> None:
+    def on_chat_model_start(
+        self, serialized: Any, messages: list[list[Any]], **kwargs: Any
+    ) -> None:
         for batch in messages:
             self.prompts.append("\n".join(str(m.content) for m in batch))
 
@@ -95,7 +97,7 @@ class Price:
 
 
 def load_prices(path: str | Path | None = None) -> dict[str, Price]:
-    """The shipped price table (``memory_lab/data/prices.json``) or a user file of the same shape."""
+    """The shipped price table (``memory_lab/data/prices.json``) or a user file shaped alike."""
     if path is None:
         text = (resources.files("memory_lab") / "data" / "prices.json").read_text("utf-8")
         source = "memory_lab/data/prices.json"
@@ -105,9 +107,13 @@ def load_prices(path: str | Path | None = None) -> dict[str, Price]:
     prices = {}
     for name, entry in raw.get("models", {}).items():
         try:
-            prices[name] = Price(float(entry["input_per_mtok"]), float(entry.get("output_per_mtok", 0)))
+            prices[name] = Price(
+                float(entry["input_per_mtok"]), float(entry.get("output_per_mtok", 0))
+            )
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"{source}: models.{name}: needs numeric input_per_mtok ({exc})") from exc
+            raise ValueError(
+                f"{source}: models.{name}: needs numeric input_per_mtok ({exc})"
+            ) from exc
     return prices
 
 

@@ -120,7 +120,9 @@ def run_benchmark(
     prices = load_prices(prices_file)
     for name in (price_model, embedding_price_model):
         if name not in prices:
-            raise ValueError(f"no price for {name!r} in the price table (known: {', '.join(prices)})")
+            raise ValueError(
+                f"no price for {name!r} in the price table (known: {', '.join(prices)})"
+            )
     folder = prepare_out_dir(out)
     started = datetime.now(UTC)
     info = {
@@ -178,14 +180,20 @@ def run_benchmark(
             t0 = time.perf_counter()
             status, error = "ok", None
             try:
-                replay_dialogue(spec, dialogue, models, writer.write, on_exchange=lambda: bar.update(1))
+                replay_dialogue(
+                    spec, dialogue, models, writer.write, on_exchange=lambda: bar.update(1)
+                )
             except Exception as exc:  # noqa: BLE001 - a failed cell is recorded, the run goes on
                 failed += 1
                 status = "failed"
                 error = f"{type(exc).__name__}: {exc}"
                 tqdm.write(f"cell {spec.label} × {dialogue.id} failed: {error}", file=sys.stderr)
                 info.setdefault("errors", []).append(
-                    {"memory": spec.label, "dialogue": dialogue.id, "traceback": traceback.format_exc()}
+                    {
+                        "memory": spec.label,
+                        "dialogue": dialogue.id,
+                        "traceback": traceback.format_exc(),
+                    }
                 )
             writer.write(
                 {

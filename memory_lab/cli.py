@@ -1,4 +1,4 @@
-"""``memory-lab`` command line: run | list | validate. Each command is a thin layer over the library."""
+"""``memory-lab`` command line: run | list | validate, each a thin layer over the library."""
 
 from __future__ import annotations
 
@@ -32,7 +32,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         print(problem)
     n_probes = sum(len(d.probes) for d in dialogues)
     if problems:
-        print(f"{len(problems)} problem(s) found; files with problems load nothing.", file=sys.stderr)
+        print(
+            f"{len(problems)} problem(s) found; files with problems load nothing.", file=sys.stderr
+        )
         return 1
     print(f"OK: {len(dialogues)} dialogue(s), {n_probes} probe(s).")
     return 0

@@ -244,7 +244,7 @@ def _parse_sessions(raw: Any, did: str | None, out: _Collector) -> list[Session]
         seen_sessions.add(sid)
         date = sraw.get("date")
         if date is not None and not isinstance(date, str):
-            out.add(did, f"{where}.date", "must be a quoted string such as \"2026-03-02\"")
+            out.add(did, f"{where}.date", 'must be a quoted string such as "2026-03-02"')
             date = str(date)
         traw = sraw.get("turns")
         if not isinstance(traw, list) or not traw:
@@ -283,9 +283,7 @@ def _parse_sessions(raw: Any, did: str | None, out: _Collector) -> list[Session]
     return sessions
 
 
-def _parse_probes(
-    raw: Any, did: str | None, turns: list[Turn], out: _Collector
-) -> list[Probe]:
+def _parse_probes(raw: Any, did: str | None, turns: list[Turn], out: _Collector) -> list[Probe]:
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -302,7 +300,9 @@ def _parse_probes(
         pid = p.get("id")
         where = f"probes[{pid}]" if isinstance(pid, str) and pid else f"probes[{pi}]"
         for key in sorted(set(p) - _PROBE_KEYS):
-            out.add(did, f"{where}.{key}", f"unknown key (allowed: {', '.join(sorted(_PROBE_KEYS))})")
+            out.add(
+                did, f"{where}.{key}", f"unknown key (allowed: {', '.join(sorted(_PROBE_KEYS))})"
+            )
         if not isinstance(pid, str) or not pid.strip():
             out.add(did, f"{where}.id", "must be a non-empty string")
             pid = f"probe-{pi + 1}"
@@ -315,7 +315,11 @@ def _parse_probes(
             question = ""
         category = p.get("category")
         if category not in CATEGORIES:
-            out.add(did, f"{where}.category", f"must be one of {', '.join(CATEGORIES)}, got {category!r}")
+            out.add(
+                did,
+                f"{where}.category",
+                f"must be one of {', '.join(CATEGORIES)}, got {category!r}",
+            )
         answers = _str_list(p.get("answers"), did, f"{where}.answers", out)
         stale = _str_list(p.get("stale"), did, f"{where}.stale", out)
         evidence = _str_list(p.get("evidence"), did, f"{where}.evidence", out)
@@ -346,11 +350,15 @@ def _parse_probes(
         qnorm = normalize(question)
         for answer in answers:
             if contains_answer(qnorm, answer, normalized=True):
-                out.add(did, f"{where}.answers", f"answer '{answer}' already appears in the question")
+                out.add(
+                    did, f"{where}.answers", f"answer '{answer}' already appears in the question"
+                )
         if answers and not derived:
             evidence_text = " ".join(by_id[e].text for e in evidence if e in by_id)
             if not evidence:
-                out.add(did, f"{where}.evidence", "needs at least one turn id (or set derived: true)")
+                out.add(
+                    did, f"{where}.evidence", "needs at least one turn id (or set derived: true)"
+                )
             for answer in answers:
                 if evidence and not contains_answer(evidence_text, answer):
                     out.add(
@@ -363,7 +371,9 @@ def _parse_probes(
             earlier = " ".join(t.text for t in turns if t.index <= after_index)
             for old in stale:
                 if not contains_answer(earlier, old):
-                    out.add(did, f"{where}.stale", f"stale answer '{old}' appears in no earlier turn")
+                    out.add(
+                        did, f"{where}.stale", f"stale answer '{old}' appears in no earlier turn"
+                    )
         probes.append(
             Probe(
                 id=pid,
@@ -445,7 +455,7 @@ def validate(sources: Iterable[str | Path]) -> tuple[list[Dialogue], list[Proble
 
 
 def load_dialogues(*sources: str | Path) -> list[Dialogue]:
-    """Load dialogues from files, folders or ``builtin:NAME``; raise DialogueError on any problem."""
+    """Load dialogues from files, folders or ``builtin:NAME``; DialogueError on any problem."""
     if not sources:
         raise ValueError("load_dialogues needs at least one source")
     dialogues, problems = validate(sources)

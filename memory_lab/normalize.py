@@ -57,7 +57,8 @@ def find_any(text: str, answers: list[str]) -> str | None:
 
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?。！？])\s+")
 _ABBREVIATIONS = frozenset(
-    "dr mr mrs ms prof st jr sr vs etc e.g i.e no approx apt dept est fig inc ltd mt ave blvd".split()
+    "dr mr mrs ms prof st jr sr vs etc e.g i.e no approx apt dept est fig inc ltd mt ave"
+    " blvd".split()
 )
 
 

@@ -103,7 +103,8 @@ def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.Da
     """
     turns, probes = results.turns, results.probes
     order = results.run.get("memories") or sorted(
-        set(turns.get("memory", pd.Series(dtype=str))) | set(probes.get("memory", pd.Series(dtype=str)))
+        set(turns.get("memory", pd.Series(dtype=str)))
+        | set(probes.get("memory", pd.Series(dtype=str)))
     )
     pricing = results.run.get("pricing", {})
     llm_price = Price(**pricing["llm"]) if "llm" in pricing else None
@@ -123,7 +124,9 @@ def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.Da
             t["completion_tokens"].sum() + (p["completion_tokens"].sum() if n else 0)
         )
         memory_llm_tokens = int(t["memory_input_tokens"].sum() + t["memory_output_tokens"].sum())
-        embedding_tokens = int(t["embedding_tokens"].sum() + (p["embedding_tokens"].sum() if n else 0))
+        embedding_tokens = int(
+            t["embedding_tokens"].sum() + (p["embedding_tokens"].sum() if n else 0)
+        )
         memory_tokens = memory_llm_tokens + embedding_tokens
         cost = math.nan
         if llm_price is not None and emb_price is not None:
@@ -140,7 +143,9 @@ def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.Da
                 "accuracy": correct / n if n else math.nan,
                 "accuracy_low": low,
                 "accuracy_high": high,
-                "context_hit_rate": _rate(answerable["context_hit"]) if len(answerable) else math.nan,
+                "context_hit_rate": _rate(answerable["context_hit"])
+                if len(answerable)
+                else math.nan,
                 "stale_rate": _rate(with_stale["stale"]) if len(with_stale) else math.nan,
                 "mean_prompt_tokens": float(user_turns["prompt_tokens"].mean())
                 if len(user_turns)
@@ -160,7 +165,8 @@ def format_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> 
     """The summary as a fixed-width table for the terminal."""
     header = (
         f"{'memory':<28} {'probes':>6} {'recall (95% CI)':>22} {'ctx-hit':>7} {'stale':>6} "
-        f"{'prompt/turn':>11} {'mem tokens':>10} {'total tokens':>12} {'est. cost $':>11} {'sec':>6}"
+        f"{'prompt/turn':>11} {'mem tokens':>10} {'total tokens':>12} {'est. cost $':>11} "
+        f"{'sec':>6}"
     )
     lines = [header, "-" * len(header)]
 
@@ -168,7 +174,8 @@ def format_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> 
         return "   -  " if isinstance(x, float) and math.isnan(x) else f"{100 * x:5.1f}%"
 
     for r in summary.to_dict("records"):
-        ci = f"{pct(r['accuracy'])} [{pct(r['accuracy_low']).strip()}-{pct(r['accuracy_high']).strip()}]"
+        low, high = pct(r["accuracy_low"]).strip(), pct(r["accuracy_high"]).strip()
+        ci = f"{pct(r['accuracy'])} [{low}-{high}]"
         lines.append(
             f"{r['memory']:<28} {r['probes']:>6} {ci:>22} {pct(r['context_hit_rate']):>7} "
             f"{pct(r['stale_rate']):>6} {r['mean_prompt_tokens']:>11.0f} {r['memory_tokens']:>10,} "

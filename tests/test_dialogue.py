@@ -58,18 +58,46 @@ def test_json_files_load_like_yaml(tmp_path):
 BROKEN = {
     "unknown-key": (("language: en", "language: en\nspeakers: 2"), "speakers", "unknown key"),
     "bad-id": (("id: good-one", "id: Good One"), "id", "[a-z0-9-]"),
-    "after-names-no-turn": (("    question:", "    after: s9.t1\n    question:"), "after", "names no turn"),
+    "after-names-no-turn": (
+        ("    question:", "    after: s9.t1\n    question:"),
+        "after",
+        "names no turn",
+    ),
     "evidence-after-probe": (
         ("    evidence: [dentist]", "    after: dentist\n    evidence: [dentist, s1.t3]"),
         "evidence",
         "comes after the probe",
     ),
-    "answer-in-question": (('"Who is my dentist?"', '"Is Okafor my dentist?"'), "answers", "appears in the question"),
-    "answer-not-in-evidence": (('["Okafor"]', '["Smith"]'), "answers", "appears in no evidence turn"),
-    "abstention-with-answers": (("category: single-hop", "category: abstention"), "answers", "no answers"),
-    "unknown-category": (("category: single-hop", "category: trivia"), "category", "must be one of"),
-    "two-roles": (('      - assistant: "Noted."', '      - assistant: "Noted."\n        user: "x"'), "turns[1]", "exactly one"),
-    "duplicate-turn-id": (('      - assistant: "Noted."', '      - assistant: "Noted."\n        id: dentist'), "id", "duplicate turn id"),
+    "answer-in-question": (
+        ('"Who is my dentist?"', '"Is Okafor my dentist?"'),
+        "answers",
+        "appears in the question",
+    ),
+    "answer-not-in-evidence": (
+        ('["Okafor"]', '["Smith"]'),
+        "answers",
+        "appears in no evidence turn",
+    ),
+    "abstention-with-answers": (
+        ("category: single-hop", "category: abstention"),
+        "answers",
+        "no answers",
+    ),
+    "unknown-category": (
+        ("category: single-hop", "category: trivia"),
+        "category",
+        "must be one of",
+    ),
+    "two-roles": (
+        ('      - assistant: "Noted."', '      - assistant: "Noted."\n        user: "x"'),
+        "turns[1]",
+        "exactly one",
+    ),
+    "duplicate-turn-id": (
+        ('      - assistant: "Noted."', '      - assistant: "Noted."\n        id: dentist'),
+        "id",
+        "duplicate turn id",
+    ),
     "wrong-format": (("memory-lab/dialogue@1", "memory-lab/dialogue@9"), "format", "must be"),
 }
 
@@ -106,7 +134,13 @@ def test_invalid_yaml_and_missing_path_are_reported(tmp_path):
 
 def test_one_bad_file_in_a_folder_loads_nothing_and_every_problem_is_listed(tmp_path):
     write(tmp_path, "a-good.yaml", GOOD)
-    write(tmp_path, "b-bad.yaml", GOOD.replace("id: good-one", "id: other").replace("category: single-hop", "category: x").replace('["Okafor"]', '["Smith"]'))
+    write(
+        tmp_path,
+        "b-bad.yaml",
+        GOOD.replace("id: good-one", "id: other")
+        .replace("category: single-hop", "category: x")
+        .replace('["Okafor"]', '["Smith"]'),
+    )
     dialogues, problems = validate([tmp_path])
     assert [d.id for d in dialogues] == ["good-one"]
     assert len(problems) == 2  # both problems of the bad file, not just the first
@@ -120,7 +154,7 @@ def test_validate_command_reports_every_problem_with_exit_code_1(tmp_path, capsy
     assert main(["validate", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "a.yaml" in out and "b.yaml" in out
-    assert main(["validate", str(write(tmp_path / ".." , "ok.yaml", GOOD))]) == 0
+    assert main(["validate", str(write(tmp_path / "..", "ok.yaml", GOOD))]) == 0
 
 
 def test_duplicate_dialogue_ids_across_files_are_rejected(tmp_path):
@@ -138,7 +172,15 @@ def test_builtin_classic_suite_meets_its_brief():
     probes = [p for d in dialogues for p in d.probes]
     assert len(probes) >= 60
     counts = Counter(p.category for p in probes)
-    for category in ("single-hop", "multi-hop", "temporal", "update", "long-range", "preference", "abstention"):
+    for category in (
+        "single-hop",
+        "multi-hop",
+        "temporal",
+        "update",
+        "long-range",
+        "preference",
+        "abstention",
+    ):
         assert counts[category] >= 2, f"too few {category} probes: {counts}"
     assert set(counts) <= set(CATEGORIES)
     assert all(p.stale for p in probes if p.category == "update")

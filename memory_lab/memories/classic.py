@@ -54,7 +54,9 @@ def summary(ctx: BuildContext) -> ConversationSummaryMemory:
     "(ConversationSummaryBufferMemory).",
     {"max_token_limit": "tokens of verbatim history kept before summarising"},
 )
-def summary_buffer(ctx: BuildContext, max_token_limit: int = 600) -> ConversationSummaryBufferMemory:
+def summary_buffer(
+    ctx: BuildContext, max_token_limit: int = 600
+) -> ConversationSummaryBufferMemory:
     if max_token_limit < 1:
         raise ValueError("summary_buffer: max_token_limit must be positive")
     return ConversationSummaryBufferMemory(
@@ -85,4 +87,6 @@ def vector(ctx: BuildContext, k: int = 4) -> VectorStoreRetrieverMemory:
     )
     ctx.on_close(lambda: client.delete_collection(ctx.cell_id))
     retriever = store.as_retriever(search_kwargs={"k": k})
-    return VectorStoreRetrieverMemory(retriever=retriever, memory_key=MEMORY_KEY, input_key=INPUT_KEY)
+    return VectorStoreRetrieverMemory(
+        retriever=retriever, memory_key=MEMORY_KEY, input_key=INPUT_KEY
+    )

