@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 from functools import lru_cache
 
+import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from memory_lab.models.tokens import count_tokens
@@ -45,14 +46,14 @@ class OfflineEmbeddings(Embeddings):
     def __init__(self, on_embed: Callable[[int], None] | None = None, batch_size: int = 64):
         self.on_embed = on_embed
         self.batch_size = batch_size
-        self._cache: dict[str, list[float]] = {}
+        self._cache: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
 
     @staticmethod
     def _key(text: str) -> str:
         return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
-    def _embed(self, texts: list[str]) -> list[list[float]]:
+    def _vectors(self, texts: list[str]) -> list[np.ndarray]:
         if self.on_embed is not None:
             self.on_embed(sum(count_tokens(t) for t in texts))
         keys = [self._key(t) for t in texts]
@@ -68,14 +69,18 @@ class OfflineEmbeddings(Embeddings):
             )
             with self._lock:
                 for k, v in zip(missing, vectors, strict=True):
-                    self._cache[k] = [float(x) for x in v]
+                    self._cache[k] = np.asarray(v, dtype=np.float32)
         return [self._cache[k] for k in keys]
 
+    def matrix(self, texts: list[str]) -> np.ndarray:
+        """Unit-length embeddings of ``texts`` as one (n, dim) array (fast dot products)."""
+        return np.stack(self._vectors(list(texts)))
+
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self._embed(list(texts))
+        return [v.tolist() for v in self._vectors(list(texts))]
 
     def embed_query(self, text: str) -> list[float]:
-        return self._embed([text])[0]
+        return self._vectors([text])[0].tolist()
 
     def view(self, on_embed: Callable[[int], None] | None) -> OfflineEmbeddings:
         """Embeddings sharing this cache that report tokens to ``on_embed`` (None: not at all)."""

@@ -175,17 +175,15 @@ class OfflineReader(BaseChatModel):
         # MiniLM is an English model: on Korean it rates every pair alike, so it gets no say there.
         dense_weight = 0.0 if is_hangul_text(question) else 1 - self.lexical_weight
         lexical_weight = 1 - dense_weight
+        dense = [0.0] * len(candidates)
         if dense_weight:
-            q_vec = self.embeddings.embed_query(question)
-            c_vecs = self.embeddings.embed_documents(candidates)
-        else:
-            q_vec, c_vecs = [], [[] for _ in candidates]
+            sims = self.embeddings.matrix(candidates) @ self.embeddings.matrix([question])[0]
+            dense = [max(0.0, float(x)) for x in sims]
         lexical = weighted_lexical_scores(question, candidates)
         last = max(1, len(candidates) - 1)
         scored = []
-        for pos, (sentence, vec) in enumerate(zip(candidates, c_vecs, strict=True)):
-            dense = max(0.0, sum(a * b for a, b in zip(q_vec, vec, strict=True)))
-            score = lexical_weight * lexical[pos] + dense_weight * dense
+        for pos, sentence in enumerate(candidates):
+            score = lexical_weight * lexical[pos] + dense_weight * dense[pos]
             # Like a chat model reading a transcript, prefer what was said last on near ties.
             score += self.recency_weight * pos / last
             if sentence.rstrip().endswith(("?", "？")):
