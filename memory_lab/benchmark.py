@@ -9,31 +9,33 @@ from __future__ import annotations
 
 import platform
 import sys
-import time
-import traceback
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from memory_lab.accounting import load_prices, price_dict
 from memory_lab.dialogue import Dialogue
 from memory_lab.memories.registry import MemorySpec, memory_factories, parse_memory_spec
 from memory_lab.models import EMBEDDING_MODEL_NAME, TOKENIZER_NAME, model_name, model_params
+from memory_lab.parallel import CellOutcome, run_cell, run_cells_parallel
 from memory_lab.prompt import TEMPLATE
 from memory_lab.results import (
+    CATEGORY_SUMMARY_FILE,
     RECORDS_FILE,
     SUMMARY_FILE,
     RecordWriter,
     read_results,
     summarize,
+    summarize_by_category,
     write_run_info,
 )
-from memory_lab.runner import RunModels, exchanges, replay_dialogue
+from memory_lab.runner import RunModels, exchanges
 
 PACKAGES = (
     "memory-lab",
@@ -107,12 +109,21 @@ def run_benchmark(
     embedding_price_model: str = DEFAULT_EMBEDDING_PRICE_MODEL,
     prices_file: str | Path | None = None,
     record_prompts: bool = True,
+    context_limit: int | None = None,
+    jobs: int = 1,
     progress: bool = True,
 ) -> RunOutcome:
     """Replay every dialogue through every memory; write records, run.json and summary.csv.
 
-    A cell that raises is recorded as failed with its error and the run goes on.
+    A cell that raises is recorded as failed with its error and the run goes on. ``jobs`` > 1
+    runs cells in that many processes (memories must be registered by ``memory_lab`` itself, as
+    workers import it afresh); records are the same as with one job apart from timings.
+    ``context_limit`` caps every prompt at that many tokens by dropping the oldest memory text.
     """
+    if jobs < 1:
+        raise ValueError("jobs must be at least 1")
+    if context_limit is not None and context_limit < 1:
+        raise ValueError("context limit must be a positive number of tokens")
     if not memories:
         raise ValueError("no memories to run")
     if not dialogues:
@@ -156,6 +167,8 @@ def run_benchmark(
         },
         "prompt_template": TEMPLATE,
         "mode": "replay",
+        "context_limit": context_limit,
+        "jobs": jobs,
         "pricing": {
             "llm_model": price_model,
             "embeddings_model": embedding_price_model,
@@ -169,45 +182,53 @@ def run_benchmark(
         "platform": platform.platform(),
     }
     write_run_info(folder, info)
-    models = RunModels.create(llm=llm, memory_llm=memory_llm, record_prompts=record_prompts)
+    settings = {
+        "llm": llm,
+        "memory_llm": memory_llm,
+        "record_prompts": record_prompts,
+        "context_limit": context_limit,
+    }
     writer = RecordWriter(folder / RECORDS_FILE)
     failed = 0
     finished = False
     cells = [(m, d) for m in memories for d in dialogues]
-    total_exchanges = sum(len(exchanges(d)) for d in dialogues) * len(memories)
-    bar = tqdm(total=total_exchanges, unit="turn", disable=not progress, dynamic_ncols=True)
+    sizes = [len(exchanges(d)) for _, d in cells]
+    bar = tqdm(total=sum(sizes), unit="turn", disable=not progress, dynamic_ncols=True)
     try:
-        for n, (spec, dialogue) in enumerate(cells, 1):
-            bar.set_description(f"cell {n}/{len(cells)} {spec.label} × {dialogue.id}")
-            t0 = time.perf_counter()
-            status, error = "ok", None
-            try:
-                replay_dialogue(
-                    spec, dialogue, models, writer.write, on_exchange=lambda: bar.update(1)
-                )
-            except Exception as exc:  # noqa: BLE001 - a failed cell is recorded, the run goes on
+        if jobs > 1:
+            bar.set_description(f"{len(cells)} cells on {jobs} processes")
+            outcomes = run_cells_parallel(
+                cells,
+                settings,
+                jobs,
+                folder / "parts",
+                writer.write,
+                on_cell=lambda i: bar.update(sizes[i]),
+            )
+        else:
+            models = RunModels.create(**settings)
+
+            def sequential() -> Iterator[CellOutcome]:
+                for n, (spec, dialogue) in enumerate(cells, 1):
+                    bar.set_description(f"cell {n}/{len(cells)} {spec.label} × {dialogue.id}")
+                    yield run_cell(spec, dialogue, models, writer.write, lambda: bar.update(1))
+
+            outcomes = sequential()
+        for outcome in outcomes:
+            record = outcome.record
+            if record["status"] != "ok":
                 failed += 1
-                status = "failed"
-                error = f"{type(exc).__name__}: {exc}"
-                tqdm.write(f"cell {spec.label} × {dialogue.id} failed: {error}", file=sys.stderr)
+                tqdm.write(
+                    f"cell {record['memory']} × {record['dialogue']} failed: {record['error']}",
+                    file=sys.stderr,
+                )
                 info.setdefault("errors", []).append(
                     {
-                        "memory": spec.label,
-                        "dialogue": dialogue.id,
-                        "traceback": traceback.format_exc(),
+                        "memory": record["memory"],
+                        "dialogue": record["dialogue"],
+                        "traceback": outcome.traceback,
                     }
                 )
-            writer.write(
-                {
-                    "type": "cell",
-                    "memory": spec.label,
-                    "memory_name": spec.name,
-                    "dialogue": dialogue.id,
-                    "status": status,
-                    "error": error,
-                    "seconds": time.perf_counter() - t0,
-                }
-            )
         finished = True
     finally:
         bar.close()
@@ -219,4 +240,5 @@ def run_benchmark(
     results = read_results(folder)
     summary = summarize(results)
     summary.to_csv(folder / SUMMARY_FILE, index=False)
+    summarize_by_category(results).to_csv(folder / CATEGORY_SUMMARY_FILE, index=False)
     return RunOutcome(folder, summary, failed)

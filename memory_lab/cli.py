@@ -1,4 +1,4 @@
-"""``memory-lab`` command line: run | list | validate, each a thin layer over the library."""
+"""``memory-lab`` command line: run | list | validate | report | inspect, thin layers."""
 
 from __future__ import annotations
 
@@ -40,10 +40,27 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_import(args: argparse.Namespace) -> int:
+    from memory_lab.importers.export import write_yaml_dialogues
+
+    options = dict(item.split("=", 1) for item in args.option)
+    written = write_yaml_dialogues(args.format, args.path, args.out, **options)
+    print(f"wrote {len(written)} dialogue file(s) to {args.out}/")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from memory_lab.importers.export import export_longmemeval
+
+    count = export_longmemeval(args.results, args.out, memory=args.memory)
+    print(f"wrote {count} hypothesis line(s) to {args.out}")
+    return 0
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from memory_lab.benchmark import resolve_memories, run_benchmark
     from memory_lab.dialogue import load_dialogues
-    from memory_lab.results import format_summary
+    from memory_lab.results import format_category_table, format_summary, summarize_by_category
 
     memories = resolve_memories(args.memory)
     dialogues = load_dialogues(*args.dialogues)
@@ -58,15 +75,38 @@ def _cmd_run(args: argparse.Namespace) -> int:
         price_model=args.price_model,
         prices_file=args.prices,
         record_prompts=not args.no_prompts,
+        context_limit=args.context_limit,
+        jobs=args.jobs,
         progress=not args.quiet,
     )
     from memory_lab.results import read_results
 
-    print(format_summary(outcome.summary, read_results(outcome.path).run))
+    results = read_results(outcome.path)
+    print(format_summary(outcome.summary, results.run))
+    print("\n" + format_category_table(summarize_by_category(results)))
     print(f"\nresults: {outcome.path}/ (run.json, records.jsonl, summary.csv)")
     if outcome.failed_cells:
         print(f"{outcome.failed_cells} cell(s) failed; see run.json 'errors'.", file=sys.stderr)
         return 1
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from memory_lab.charts import save_charts
+    from memory_lab.report import write_report
+    from memory_lab.results import read_results
+
+    for path in save_charts(read_results(args.results_dir)):
+        print(f"chart:  {path}")
+    print(f"report: {write_report(args.results_dir)}")
+    return 0
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from memory_lab.inspector import inspect_memory
+
+    view = inspect_memory(args.spec, args.dialogue, args.at, query=args.query)
+    print(view.to_text(show_prompt=args.prompt))
     return 0
 
 
@@ -104,8 +144,37 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--no-prompts", action="store_true", help="do not store full prompt texts in records"
     )
+    run.add_argument(
+        "--jobs", type=int, default=1, help="run (memory, dialogue) cells in N processes"
+    )
+    run.add_argument(
+        "--context-limit",
+        type=int,
+        metavar="TOKENS",
+        help="cut the oldest memory text so no prompt exceeds this many tokens",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(func=_cmd_run)
+
+    imp = sub.add_parser("import", help="convert a foreign dataset into dialogue YAML files")
+    imp.add_argument("format", choices=["locomo", "longmemeval"])
+    imp.add_argument("path", type=Path, help="dataset file, folder or zip")
+    imp.add_argument("--out", type=Path, required=True, help="folder for the YAML files")
+    imp.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="importer option, e.g. categories=swapped for locomo",
+    )
+    imp.set_defaults(func=_cmd_import)
+
+    exp = sub.add_parser("export", help="write results in a dataset's own format")
+    exp.add_argument("format", choices=["longmemeval"])
+    exp.add_argument("results", type=Path, help="a results folder")
+    exp.add_argument("--out", type=Path, required=True, help="hypotheses JSONL file")
+    exp.add_argument("--memory", help="which memory's replies (needed if the run has several)")
+    exp.set_defaults(func=_cmd_export)
 
     lst = sub.add_parser("list", help="show every memory with its parameters and defaults")
     lst.set_defaults(func=_cmd_list)
@@ -113,6 +182,20 @@ def build_parser() -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="check dialogue files; report every problem")
     val.add_argument("paths", nargs="+", help="files, folders or builtin:NAME")
     val.set_defaults(func=_cmd_validate)
+
+    rep = sub.add_parser("report", help="write charts and a self-contained report.html")
+    rep.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="a results folder")
+    rep.set_defaults(func=_cmd_report)
+
+    insp = sub.add_parser("inspect", help="show what one memory puts into the prompt at a turn")
+    insp.add_argument("spec", metavar="SPEC", help="a memory spec such as window:k=4")
+    insp.add_argument("dialogue", metavar="DIALOGUE", help="a built-in dialogue id or a file")
+    insp.add_argument("--at", required=True, metavar="TURN_ID", help="turn id, e.g. s2.t3")
+    insp.add_argument(
+        "--query", help="show the context for this question asked after the turn instead"
+    )
+    insp.add_argument("--prompt", action="store_true", help="also print the full prompt")
+    insp.set_defaults(func=_cmd_inspect)
     return parser
 
 

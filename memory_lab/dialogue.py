@@ -433,11 +433,36 @@ def check_file(path: Path) -> tuple[list[Dialogue], list[Problem]]:
     return ([] if out.problems else dialogues), out.problems
 
 
+def parse_documents(docs: list[Any], source: str) -> tuple[list[Dialogue], list[Problem]]:
+    """Parse dialogue documents already in memory (e.g. from an importer), all or nothing."""
+    out = _Collector(source)
+    dialogues = [d for doc in docs if (d := _parse_dialogue(doc, source, out)) is not None]
+    return ([] if out.problems else dialogues), out.problems
+
+
 def validate(sources: Iterable[str | Path]) -> tuple[list[Dialogue], list[Problem]]:
-    """Check every file of every source; return valid dialogues and all problems found."""
+    """Check every file of every source; return valid dialogues and all problems found.
+
+    A source is a file, a folder, ``builtin:NAME``, or a foreign dataset ``FORMAT:PATH``
+    (``locomo:``, ``longmemeval:``; see ``memory_lab.importers``).
+    """
+    from memory_lab.importers import import_source, parse_source
+
     dialogues: list[Dialogue] = []
     problems: list[Problem] = []
     for source in sources:
+        foreign = parse_source(str(source))
+        if foreign is not None:
+            try:
+                result = import_source(*foreign)
+            except DialogueError as exc:
+                problems.extend(exc.problems)
+                continue
+            result.report.print()
+            ds, errs = parse_documents(result.documents, str(source))
+            dialogues.extend(ds)
+            problems.extend(errs)
+            continue
         files, errs = _expand(source)
         problems.extend(errs)
         for f in files:

@@ -21,6 +21,7 @@ from memory_lab.scoring import wilson_interval
 RUN_FILE = "run.json"
 RECORDS_FILE = "records.jsonl"
 SUMMARY_FILE = "summary.csv"
+CATEGORY_SUMMARY_FILE = "summary_by_category.csv"
 
 
 class RecordWriter:
@@ -43,7 +44,8 @@ class RecordWriter:
 def write_run_info(folder: Path, info: dict[str, Any]) -> None:
     """Write ``run.json`` atomically (a reader never sees half a file)."""
     tmp = folder / (RUN_FILE + ".tmp")
-    tmp.write_text(json.dumps(info, indent=2, ensure_ascii=False, sort_keys=True), "utf-8")
+    text = json.dumps(info, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    tmp.write_text(text, "utf-8")
     tmp.replace(folder / RUN_FILE)
 
 
@@ -159,6 +161,68 @@ def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.Da
             }
         )
     return pd.DataFrame(rows)
+
+
+def summarize_by_category(results: Results) -> pd.DataFrame:
+    """One row per (memory, probe category): probes, accuracy with its interval, context hits.
+
+    Imported datasets keep their own category too (LoCoMo's id, LongMemEval's question type),
+    in the ``source_category`` column when present.
+    """
+    probes = results.probes
+    columns = [
+        "memory",
+        "category",
+        "source_category",
+        "probes",
+        "accuracy",
+        "accuracy_low",
+        "accuracy_high",
+        "context_hit_rate",
+    ]
+    if probes.empty:
+        return pd.DataFrame(columns=columns)
+    probes = probes.assign(source_category=probes.apply(_source_category, axis=1))
+    rows = []
+    order = results.run.get("memories") or sorted(probes["memory"].unique())
+    for memory in order:
+        mine = probes[probes["memory"] == memory]
+        for (category, source), group in mine.groupby(["category", "source_category"], sort=True):
+            n, correct = len(group), int(group["correct"].sum())
+            low, high = wilson_interval(correct, n)
+            rows.append(
+                {
+                    "memory": memory,
+                    "category": category,
+                    "source_category": source,
+                    "probes": n,
+                    "accuracy": correct / n,
+                    "accuracy_low": low,
+                    "accuracy_high": high,
+                    "context_hit_rate": _rate(group["context_hit"]),
+                }
+            )
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _source_category(row: pd.Series) -> str:
+    meta = row.get("probe_metadata")
+    if isinstance(meta, dict):
+        for key in ("locomo_category", "question_type"):
+            if key in meta:
+                return f"{key}={meta[key]}"
+    return ""
+
+
+def format_category_table(table: pd.DataFrame) -> str:
+    """Recall (%) per category (rows) and memory (columns) for the terminal."""
+    if table.empty:
+        return ""
+    label = table["category"] + table["source_category"].map(lambda s: f" ({s})" if s else "")
+    wide = table.assign(label=label).pivot(index="label", columns="memory", values="accuracy")
+    wide = wide[list(dict.fromkeys(table["memory"]))]
+    wide.index.name, wide.columns.name = "recall % by category", None
+    return (100 * wide).round(1).to_string(na_rep="-")
 
 
 def format_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> str:

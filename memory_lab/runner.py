@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_classic.base_memory import BaseMemory
 from langchain_core._api import LangChainDeprecationWarning
 
 from memory_lab.accounting import Meter, MeterCallback
@@ -24,8 +25,15 @@ from memory_lab.dialogue import Dialogue, Turn
 from memory_lab.memories.registry import BuildContext, MemorySpec, build_memory
 from memory_lab.models import resolve_chat_model
 from memory_lab.models.embeddings import OfflineEmbeddings
-from memory_lab.models.tokens import count_tokens
-from memory_lab.prompt import CONVERSATION_PROMPT, INPUT_KEY, MEMORY_KEY, OUTPUT_KEY
+from memory_lab.models.tokens import count_tokens, encoding, token_ids
+from memory_lab.prompt import (
+    CONVERSATION_PROMPT,
+    INPUT_KEY,
+    MEMORY_KEY,
+    OUTPUT_KEY,
+    render_prompt,
+    split_prompt,
+)
 from memory_lab.scoring import score_probe
 
 Emit = Callable[[dict[str, Any]], None]
@@ -90,6 +98,7 @@ class RunModels:
     memory_llm: str = "offline"
     embeddings: OfflineEmbeddings | None = None
     record_prompts: bool = True
+    context_limit: int | None = None
 
     def shared_embeddings(self) -> OfflineEmbeddings:
         if self.embeddings is None:
@@ -105,6 +114,42 @@ def cell_id_for(spec: MemorySpec, dialogue: Dialogue) -> str:
     """A unique, Chroma-safe collection name: never reused, even across runs."""
     safe = "".join(c if c.isalnum() or c in "._-" else "-" for c in f"{spec.name}.{dialogue.id}")
     return f"ml-{safe[:200]}-{uuid.uuid4().hex[:12]}"
+
+
+class ContextLimitedMemory(BaseMemory):
+    """A read-only view of a memory whose context is cut to fit a model's context window.
+
+    When template + context + input would exceed ``limit`` tokens, the oldest part of the
+    context (its beginning) is dropped, at a line boundary, and ``truncated`` is set, so a long
+    buffer behaves as it would against a real model with that window.
+    """
+
+    inner: BaseMemory
+    limit: int
+    truncated: bool = False
+
+    @property
+    def memory_variables(self) -> list[str]:
+        return [MEMORY_KEY]
+
+    def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        context = self.inner.load_memory_variables(inputs)[MEMORY_KEY]
+        if not isinstance(context, str):
+            return {MEMORY_KEY: context}
+        budget = self.limit - count_tokens(render_prompt("", str(inputs.get(INPUT_KEY, ""))))
+        self.truncated = count_tokens(context) > budget
+        if self.truncated:
+            ids = token_ids(context)
+            kept = encoding().decode(ids[len(ids) - max(0, budget) :]) if budget > 0 else ""
+            cut = kept.find("\n")
+            context = kept[cut + 1 :] if cut != -1 else ""
+        return {MEMORY_KEY: context}
+
+    def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
+        """Read-only: saving goes to the memory itself, never through this view."""
+
+    def clear(self) -> None:
+        """Read-only."""
 
 
 class Cell:
@@ -131,10 +176,14 @@ class Cell:
         self.memory = build_memory(spec, self.ctx)
         reader = resolve_chat_model(models.llm, "reader", embeddings=shared)
         reader.callbacks = [self.answer_callback]
+        view: BaseMemory = ReadOnlySharedMemory(memory=self.memory)
+        if models.context_limit is not None:
+            view = ContextLimitedMemory(inner=view, limit=models.context_limit)
+        self.view = view
         self.chain = ConversationChain(
             llm=reader,
             prompt=CONVERSATION_PROMPT,
-            memory=ReadOnlySharedMemory(memory=self.memory),
+            memory=view,
             input_key=INPUT_KEY,
             output_key=OUTPUT_KEY,
         )
@@ -173,6 +222,7 @@ class Cell:
                 prompt_tokens=count_tokens(prompt),
                 context_tokens=count_tokens(context),
                 completion_tokens=count_tokens(ex.reply_text),
+                truncated=self.truncated(),
             )
             if self.models.record_prompts:
                 record["prompt"] = prompt
@@ -187,6 +237,7 @@ class Cell:
                 prompt_tokens=0,
                 context_tokens=0,
                 completion_tokens=0,
+                truncated=False,
             )
         record.update(
             memory_llm_calls=usage.llm_calls,
@@ -229,6 +280,7 @@ class Cell:
             prompt_tokens=answer_usage.input_tokens,
             completion_tokens=answer_usage.output_tokens,
             context_tokens=count_tokens(context),
+            truncated=self.truncated(),
             memory_tokens=memory_usage.total,
             embedding_tokens=memory_usage.embedding_tokens,
             seconds=time.perf_counter() - started,
@@ -238,13 +290,15 @@ class Cell:
             record["probe_metadata"] = dict(probe.metadata)
         return record
 
+    def truncated(self) -> bool:
+        """Whether the last prompt was cut to fit the context limit."""
+        return bool(getattr(self.view, "truncated", False))
+
     def close(self) -> None:
         self.ctx.close()
 
 
 def _memory_section(prompt: str) -> str:
-    from memory_lab.prompt import split_prompt
-
     try:
         return split_prompt(prompt)[0]
     except ValueError:  # a prompt from another template: search all of it

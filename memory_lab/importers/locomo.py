@@ -1,0 +1,192 @@
+"""LoCoMo (``locomo10.json``) -> dialogue documents.
+
+Accepted layouts: the released list of records ``{sample_id, conversation, qa, ...}``; one record
+per JSON file with the conversation keys (``speaker_a``, ``session_<n>`` ...) at the top level;
+a folder or a zip of such files. Sessions are read by their ``session_<n>`` keys (some files have
+more date keys than sessions). ``speaker_a`` is the user and ``speaker_b`` the assistant; each
+turn keeps its speaker's name ("Caroline: ...") because questions ask about both people. Image
+turns keep their caption as text. Every probe is asked at the end, as in the dataset's own
+evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from memory_lab.importers import ImportReport, ImportResult, import_error, slug
+from memory_lab.normalize import contains_answer
+
+# Category ids as in the LoCoMo paper; "swapped" is the reading some later papers use, where
+# the released ids 1 and 4 are exchanged.
+CATEGORY_MAPS = {
+    "paper": {1: "multi-hop", 2: "temporal", 3: "inference", 4: "single-hop", 5: "abstention"},
+    "swapped": {1: "single-hop", 2: "temporal", 3: "inference", 4: "multi-hop", 5: "abstention"},
+}
+_SESSION = re.compile(r"^session_(\d+)$")
+
+
+def _records(path: Path) -> list[tuple[str, Any]]:
+    """(name, parsed JSON) for a file, a folder of files or a zip of files."""
+
+    def parse(name: str, text: str) -> Any:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise import_error(name, None, "file", f"not valid JSON: {exc}") from None
+
+    if path.is_dir():
+        return [(str(p), parse(str(p), p.read_text("utf-8"))) for p in sorted(path.glob("*.json"))]
+    if path.suffix == ".zip":
+        with zipfile.ZipFile(path) as zf:
+            names = sorted(n for n in zf.namelist() if n.endswith(".json"))
+            return [(f"{path}!{n}", parse(n, zf.read(n).decode("utf-8"))) for n in names]
+    return [(str(path), parse(str(path), path.read_text("utf-8")))]
+
+
+def _samples(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for name, data in _records(path):
+        items = data if isinstance(data, list) else [data]
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise import_error(name, f"record {i}", "record", "must be an object")
+            out.append((name, item))
+    if not out:
+        raise import_error(str(path), None, "source", "holds no LoCoMo records")
+    return out
+
+
+def _turn_text(turn: dict[str, Any]) -> str:
+    text = str(turn.get("text") or "").strip()
+    caption = str(turn.get("blip_caption") or "").strip()
+    if caption:
+        text = f"{text} [shares a photo: {caption}]".strip()
+    return f"{turn['speaker']}: {text}" if text else ""
+
+
+def _convert(
+    name: str, index: int, record: dict[str, Any], mapping: dict[int, str], report: ImportReport
+) -> dict[str, Any] | None:
+    sample_id = str(record.get("sample_id") or Path(name).stem or f"conv-{index}")
+    conv = record.get("conversation", record)
+    if not isinstance(conv, dict):
+        raise import_error(name, sample_id, "conversation", "must be an object")
+    for key in ("speaker_a", "speaker_b"):
+        if not isinstance(conv.get(key), str):
+            raise import_error(name, sample_id, f"conversation.{key}", "missing speaker name")
+    speaker_a = conv["speaker_a"]
+    numbers = sorted(int(m.group(1)) for k in conv if (m := _SESSION.match(k)))
+    sessions, seen = [], set()
+    for n in numbers:
+        raw = conv[f"session_{n}"]
+        if not isinstance(raw, list):
+            raise import_error(name, sample_id, f"conversation.session_{n}", "must be a list")
+        turns = []
+        for t_index, turn in enumerate(raw):
+            where = f"{sample_id} session_{n}[{t_index}]"
+            if not isinstance(turn, dict) or "speaker" not in turn or "dia_id" not in turn:
+                raise import_error(
+                    name,
+                    sample_id,
+                    f"conversation.session_{n}[{t_index}]",
+                    "a turn needs speaker, dia_id and text",
+                )
+            text = _turn_text(turn)
+            if not text:
+                report.skip(where, "turn has neither text nor an image caption")
+                continue
+            tid = str(turn["dia_id"]).replace(" ", "")
+            if tid in seen:
+                report.skip(where, f"duplicate dia_id {tid!r}")
+                continue
+            seen.add(tid)
+            role = "user" if turn["speaker"] == speaker_a else "assistant"
+            turns.append({role: text, "id": tid})
+        if not turns:
+            report.skip(f"{sample_id} session_{n}", "session has no usable turns")
+            continue
+        session: dict[str, Any] = {"id": f"session-{n}", "turns": turns}
+        date = conv.get(f"session_{n}_date_time")
+        if date:
+            session["date"] = str(date)
+        sessions.append(session)
+    if not sessions:
+        report.skip(sample_id, "conversation has no sessions")
+        return None
+    texts = {t["id"]: t.get("user") or t.get("assistant") for s in sessions for t in s["turns"]}
+    probes = []
+    qa = record.get("qa", [])
+    if not isinstance(qa, list):
+        raise import_error(name, sample_id, "qa", "must be a list")
+    for q_index, item in enumerate(qa):
+        where = f"{sample_id} qa[{q_index}]"
+        if not isinstance(item, dict) or not isinstance(item.get("question"), str):
+            raise import_error(name, sample_id, f"qa[{q_index}].question", "missing question")
+        category = item.get("category")
+        if category not in mapping:
+            report.skip(where, f"unknown category {category!r}")
+            continue
+        probe: dict[str, Any] = {
+            "id": f"q{q_index + 1}",
+            "question": item["question"],
+            "category": mapping[category],
+            "metadata": {"locomo_category": category},
+        }
+        evidence_raw = item.get("evidence") or []
+        evidence_ids = [str(e).replace(" ", "") for e in evidence_raw]
+        evidence = [e for e in evidence_ids if e in texts]
+        if len(evidence) < len(evidence_ids):
+            missing = sorted(set(evidence_ids) - set(evidence))
+            probe["metadata"]["missing_evidence"] = missing
+            report.skip(f"{where} evidence", f"names no turn: {', '.join(missing)}")
+        if category == 5:
+            wrong = item.get("adversarial_answer", item.get("answer"))
+            if wrong is not None:
+                probe["metadata"]["wrong_answers"] = [str(wrong)]
+            probes.append(probe)
+            continue
+        answer = item.get("answer")
+        if answer is None or str(answer).strip() == "":
+            report.skip(where, "no answer")
+            continue
+        answer = str(answer).strip()
+        if contains_answer(item["question"], answer):
+            report.skip(where, f"answer {answer!r} appears in its own question")
+            continue
+        probe["answers"] = [answer]
+        probe["evidence"] = evidence
+        evidence_text = " ".join(texts[e] for e in evidence)
+        if not evidence or not contains_answer(evidence_text, answer):
+            probe["derived"] = True
+            report.derived += 1
+        probes.append(probe)
+    report.dialogues += 1
+    report.turns += len(texts)
+    report.probes += len(probes)
+    return {
+        "format": "memory-lab/dialogue@1",
+        "id": slug(f"locomo-{sample_id}"),
+        "title": f"LoCoMo {sample_id}: {speaker_a} and {conv['speaker_b']}",
+        "language": "en",
+        "tags": ["locomo"],
+        "metadata": {"dataset": "locomo", "sample_id": sample_id},
+        "sessions": sessions,
+        "probes": probes,
+    }
+
+
+def import_locomo(path: Path, categories: str = "paper") -> ImportResult:
+    """Import LoCoMo conversations; ``categories`` is ``paper`` (default) or ``swapped``."""
+    if categories not in CATEGORY_MAPS:
+        raise ValueError(f"locomo: categories must be one of {', '.join(CATEGORY_MAPS)}")
+    report = ImportReport("locomo", str(path))
+    documents = []
+    for i, (name, record) in enumerate(_samples(path)):
+        doc = _convert(name, i, record, CATEGORY_MAPS[categories], report)
+        if doc is not None:
+            documents.append(doc)
+    return ImportResult(documents, report)

@@ -1,0 +1,117 @@
+"""Cells in parallel processes, with records identical to a sequential run.
+
+Each worker process replays whole cells and writes each cell's records to its own part file
+(flushed as they happen); the parent appends finished parts to ``records.jsonl`` in cell order,
+so lines from parallel cells never interleave and ``--jobs N`` gives the same file as
+``--jobs 1`` apart from timings.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memory_lab.dialogue import Dialogue
+from memory_lab.memories.registry import MemorySpec
+from memory_lab.results import RecordWriter
+from memory_lab.runner import RunModels, replay_dialogue
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    """How one cell ended; ``record`` is its closing ``cell`` record."""
+
+    record: dict[str, Any]
+    traceback: str | None
+
+
+def run_cell(
+    spec: MemorySpec,
+    dialogue: Dialogue,
+    models: RunModels,
+    write: Callable[[dict[str, Any]], None],
+    on_exchange: Callable[[], None] | None = None,
+) -> CellOutcome:
+    """Replay one cell; an exception is caught and recorded, never raised."""
+    started = time.perf_counter()
+    status, error, tb = "ok", None, None
+    try:
+        replay_dialogue(spec, dialogue, models, write, on_exchange=on_exchange)
+    except Exception as exc:  # noqa: BLE001 - a failed cell is recorded, the run goes on
+        status, error, tb = "failed", f"{type(exc).__name__}: {exc}", traceback.format_exc()
+    record = {
+        "type": "cell",
+        "memory": spec.label,
+        "memory_name": spec.name,
+        "dialogue": dialogue.id,
+        "status": status,
+        "error": error,
+        "seconds": time.perf_counter() - started,
+    }
+    write(record)
+    return CellOutcome(record, tb)
+
+
+_WORKER_MODELS: RunModels | None = None
+
+
+def _init_worker(settings: dict[str, Any], threads: int) -> None:
+    global _WORKER_MODELS
+    import torch
+
+    torch.set_num_threads(threads)  # jobs x threads stays within the machine's cores
+    _WORKER_MODELS = RunModels.create(**settings)
+
+
+def _worker(spec: MemorySpec, dialogue: Dialogue, part: str) -> CellOutcome:
+    assert _WORKER_MODELS is not None
+    writer = RecordWriter(Path(part))
+    try:
+        return run_cell(spec, dialogue, _WORKER_MODELS, writer.write)
+    finally:
+        writer.close()
+
+
+def run_cells_parallel(
+    cells: list[tuple[MemorySpec, Dialogue]],
+    settings: dict[str, Any],
+    jobs: int,
+    parts_dir: Path,
+    write: Callable[[dict[str, Any]], None],
+    on_cell: Callable[[int], None],
+) -> Iterator[CellOutcome]:
+    """Run cells in ``jobs`` processes; yield outcomes and write records in cell order."""
+    parts_dir.mkdir(exist_ok=True)
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    # spawn, not fork: the parent may hold torch/OpenMP threads that a forked child would inherit
+    ctx = multiprocessing.get_context("spawn")
+    done: dict[int, CellOutcome] = {}
+    next_index = 0
+    with ProcessPoolExecutor(
+        jobs, mp_context=ctx, initializer=_init_worker, initargs=(settings, threads)
+    ) as pool:
+        futures = {
+            pool.submit(_worker, spec, dialogue, str(parts_dir / f"cell-{i:05d}.jsonl")): i
+            for i, (spec, dialogue) in enumerate(cells)
+        }
+        for future in as_completed(futures):
+            i = futures[future]
+            done[i] = future.result()
+            on_cell(i)
+            while next_index in done:
+                part = parts_dir / f"cell-{next_index:05d}.jsonl"
+                with open(part, encoding="utf-8") as fh:
+                    for line in fh:
+                        write(json.loads(line))
+                part.unlink()
+                yield done.pop(next_index)
+                next_index += 1
+    parts_dir.rmdir()
