@@ -1,7 +1,8 @@
 """The default comparison: the five classic memories over builtin:classic, offline.
 
-Writes a results folder (run.json, records.jsonl, summary.csv), prints the summary table and the
-wall time. Target: under 2 minutes on a 2-core laptop after set-up.
+Writes a results folder (run.json, records.jsonl, summary.csv, charts/, report.html), prints the
+summary table, the wall time and the chart and report paths. Target: under 2 minutes on a
+2-core laptop after set-up.
 
     python benchmarks/classic.py [--out DIR] [--memory SPEC ...]
 """
@@ -15,6 +16,8 @@ from datetime import datetime
 from pathlib import Path
 
 from memory_lab import load_dialogues, resolve_memories, run_benchmark
+from memory_lab.charts import save_charts
+from memory_lab.report import write_report
 from memory_lab.results import format_summary, read_results
 
 
@@ -36,6 +39,9 @@ def main() -> int:
     print(format_summary(outcome.summary, read_results(outcome.path).run))
     print(f"\nwall time: {wall:.1f} s (target: under 120 s on 2 cores)")
     print(f"results:   {outcome.path}/run.json, records.jsonl, summary.csv")
+    charts = save_charts(read_results(outcome.path))
+    print(f"charts:    {', '.join(str(p) for p in charts if p.suffix == '.png')} (+ .svg)")
+    print(f"report:    {write_report(outcome.path)}")
     return 1 if outcome.failed_cells else 0
 
 

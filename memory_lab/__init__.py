@@ -10,6 +10,7 @@ from memory_lab.dialogue import (
     load_dialogues,
     validate,
 )
+from memory_lab.inspector import MemoryView, inspect_memory
 from memory_lab.memories import (
     BuildContext,
     TextMemory,
@@ -25,6 +26,7 @@ __all__ = [
     "BuildContext",
     "Dialogue",
     "DialogueError",
+    "MemoryView",
     "Probe",
     "Results",
     "RunModels",
@@ -32,6 +34,7 @@ __all__ = [
     "TextMemory",
     "Turn",
     "build_memory",
+    "inspect_memory",
     "load_dialogues",
     "memory_factories",
     "parse_memory_spec",

@@ -1,0 +1,352 @@
+"""One self-contained ``report.html`` per results folder: parameters, summary, charts, tests.
+
+Everything is inline (CSS, JS, charts as base64 SVG images), so the report opens with no network.
+All text from dialogues and replies is escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import itertools
+import json
+import math
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memory_lab.charts import CHARTS, chart_style, memory_order
+from memory_lab.results import Results, format_summary, read_results, summarize
+from memory_lab.scoring import wilson_interval
+
+REPORT_FILE = "report.html"
+Z95 = 1.959964
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Exact McNemar p-value: two-sided binomial test of ``b`` vs ``c`` discordant pairs, p=1/2."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+def paired_difference_ci(a: int, b: int, c: int, d: int) -> tuple[float, float]:
+    """95% Newcombe (1998, method 10) interval for p1 - p2 from a paired 2x2 table.
+
+    ``a`` both correct, ``b`` only the first, ``c`` only the second, ``d`` neither.
+    """
+    n = a + b + c + d
+    if n == 0:
+        return (math.nan, math.nan)
+    p1, p2 = (a + b) / n, (a + c) / n
+    l1, u1 = wilson_interval(a + b, n)
+    l2, u2 = wilson_interval(a + c, n)
+    margins = (a + b) * (c + d) * (a + c) * (b + d)
+    phi = (a * d - b * c) / math.sqrt(margins) if margins else 0.0
+    diff = p1 - p2
+    lower = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    upper = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
+    return (max(-1.0, diff - lower), min(1.0, diff + upper))
+
+
+def holm(pvalues: list[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values, in the input order."""
+    order = sorted(range(len(pvalues)), key=pvalues.__getitem__)
+    adjusted = [1.0] * len(pvalues)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(pvalues) - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def paired_comparison(results: Results) -> pd.DataFrame:
+    """Every pair of memories on the probes both answered: counts, difference, CI, McNemar p."""
+    probes = results.probes
+    if probes.empty:
+        return pd.DataFrame()
+    wide = probes.pivot_table(
+        index=["dialogue", "probe_id"], columns="memory", values="correct", aggfunc="first"
+    )
+    rows = []
+    memories = [m for m in memory_order(results) if m in wide.columns]
+    for first, second in itertools.combinations(memories, 2):
+        pair = wide[[first, second]].dropna().astype(bool)
+        x, y = pair[first], pair[second]
+        a, b, c, d = (int(v.sum()) for v in (x & y, x & ~y, ~x & y, ~x & ~y))
+        n = a + b + c + d
+        low, high = paired_difference_ci(a, b, c, d)
+        rows.append(
+            {
+                "memory_a": first,
+                "memory_b": second,
+                "probes": n,
+                "accuracy_a": (a + b) / n if n else math.nan,
+                "accuracy_b": (a + c) / n if n else math.nan,
+                "difference": (b - c) / n if n else math.nan,
+                "ci_low": low,
+                "ci_high": high,
+                "only_a": b,
+                "only_b": c,
+                "p_mcnemar": mcnemar_exact(b, c),
+            }
+        )
+    frame = pd.DataFrame(rows)
+    if len(frame):
+        frame["p_holm"] = holm(list(frame["p_mcnemar"]))
+    return frame
+
+
+def _svg_data_uri(fig) -> str:
+    buffer = io.BytesIO()
+    with chart_style():
+        fig.savefig(buffer, format="svg", metadata={"Date": None})
+    return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _pct(x: float, digits: int = 1) -> str:
+    return (
+        "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}%"
+    )
+
+
+def _table(header: list[str], rows: list[list[str]], attrs: str = "") -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "\n".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table {attrs}><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
+
+
+def _run_section(run: dict[str, Any]) -> str:
+    models = run.get("models", {})
+    pricing = run.get("pricing", {})
+    items = [
+        ("run id", run.get("run_id")),
+        ("started", run.get("started")),
+        ("finished", run.get("finished")),
+        ("status", run.get("status")),
+        ("mode", run.get("mode")),
+        ("answering model", f"{models.get('llm')} ({models.get('llm_model')})"),
+        ("memory LLM", f"{models.get('memory_llm')} ({models.get('memory_llm_model')})"),
+        ("embeddings", models.get("embeddings")),
+        ("tokenizer", models.get("tokenizer")),
+        ("priced as", f"{pricing.get('llm_model')} / {pricing.get('embeddings_model')}"),
+        ("dialogue sources", ", ".join(run.get("dialogue_sources", []))),
+        ("python / platform", f"{run.get('python')} / {run.get('platform')}"),
+    ]
+    params = [[escape(k), escape(str(v))] for k, v in items if v not in (None, "")]
+    specs = [
+        [escape(s["label"]), escape(s["name"]), escape(json.dumps(s.get("params", {})))]
+        for s in run.get("memory_specs", [])
+    ]
+    dialogues = [
+        [escape(d["id"]), escape(str(d.get("language"))), str(d.get("turns")), str(d.get("probes"))]
+        for d in run.get("dialogues", [])
+    ]
+    return (
+        "<h2>Run parameters</h2>"
+        + _table(["parameter", "value"], params)
+        + "<h3>Memories</h3>"
+        + _table(["memory", "factory", "parameters"], specs)
+        + "<h3>Dialogues</h3>"
+        + _table(["dialogue", "language", "turns", "probes"], dialogues)
+    )
+
+
+def _summary_section(summary: pd.DataFrame, run: dict[str, Any]) -> str:
+    rows = [
+        [
+            escape(r["memory"]),
+            str(r["probes"]),
+            f"{_pct(r['accuracy'])} [{_pct(r['accuracy_low'])}–{_pct(r['accuracy_high'])}]",
+            _pct(r["context_hit_rate"]),
+            _pct(r["stale_rate"]),
+            f"{r['mean_prompt_tokens']:.0f}",
+            f"{r['memory_tokens']:,}",
+            f"{r['total_tokens']:,}",
+            f"{r['est_cost_usd']:.4f}",
+            f"{r['seconds']:.1f}",
+        ]
+        for r in summary.to_dict("records")
+    ]
+    header = [
+        "memory",
+        "probes",
+        "recall (95% Wilson CI)",
+        "ctx-hit",
+        "stale",
+        "prompt/turn",
+        "mem tokens",
+        "total tokens",
+        "est. cost $",
+        "sec",
+    ]
+    note = format_summary(summary, run).splitlines()[-1] if run.get("pricing") else ""
+    return (
+        "<h2>Summary</h2>"
+        + _table(header, rows, 'class="num"')
+        + f"<p class=note>{escape(note)}</p>"
+    )
+
+
+def _charts_section(results: Results) -> str:
+    parts = ["<h2>Charts</h2>"]
+    for name, make in CHARTS.items():
+        uri = _svg_data_uri(make(results))
+        title = name.replace("_", " ")
+        parts.append(f'<figure><img class=chart alt="{escape(title)}" src="{uri}"></figure>')
+    return "\n".join(parts)
+
+
+def _pairs_section(pairs: pd.DataFrame) -> str:
+    rows = [
+        [
+            escape(r["memory_a"]),
+            escape(r["memory_b"]),
+            str(r["probes"]),
+            f"{_pct(r['accuracy_a'])} vs {_pct(r['accuracy_b'])}",
+            f"{100 * r['difference']:+.1f} pp "
+            f"[{100 * r['ci_low']:+.1f}, {100 * r['ci_high']:+.1f}]",
+            f"{r['only_a']} / {r['only_b']}",
+            f"{r['p_mcnemar']:.4g}",
+            f"{r['p_holm']:.4g}",
+        ]
+        for r in pairs.to_dict("records")
+    ]
+    header = [
+        "memory A",
+        "memory B",
+        "paired probes",
+        "accuracy A vs B",
+        "A − B (95% CI)",
+        "only A / only B right",
+        "McNemar exact p",
+        "Holm-adjusted p",
+    ]
+    return (
+        "<h2>Paired comparison on the same probes</h2><p class=note>Each pair of memories is "
+        "compared on the probes both answered. <b>McNemar exact p</b>: two-sided exact binomial "
+        "test on the discordant probes (only A right vs only B right, p = ½). <b>95% CI</b> of the "
+        "accuracy difference: Newcombe's hybrid score interval for paired proportions (1998, "
+        "method 10, from Wilson intervals with the pairs' correlation). <b>Holm-adjusted p</b> "
+        "corrects for testing every pair.</p>" + _table(header, rows, 'class="num"')
+    )
+
+
+def _probes_section(probes: pd.DataFrame, memories: list[str]) -> str:
+    if probes.empty:
+        return "<h2>Probes</h2><p>No probes recorded.</p>"
+    categories = sorted(set(probes["category"]))
+    options = "".join(f'<option value="{escape(m, True)}">{escape(m)}</option>' for m in memories)
+    cat_options = "".join(
+        f'<option value="{escape(c, True)}">{escape(c)}</option>' for c in categories
+    )
+    rows = []
+    for r in probes.to_dict("records"):
+        answers = " | ".join(r.get("answers") or []) or "(abstain)"
+        hit = r.get("context_hit")
+        hit_text = (
+            "–"
+            if hit is None or (isinstance(hit, float) and math.isnan(hit))
+            else ("yes" if hit else "no")
+        )
+        rows.append(
+            f'<tr data-memory="{escape(r["memory"], True)}" '
+            f'data-category="{escape(r["category"], True)}" '
+            f'data-correct="{"yes" if r["correct"] else "no"}">'
+            f"<td>{escape(r['memory'])}</td><td>{escape(r['dialogue'])}</td>"
+            f"<td>{escape(r['category'])}</td><td>{escape(str(r['question']))}</td>"
+            f"<td>{escape(answers)}</td><td>{escape(str(r['reply']))}</td>"
+            f'<td class="{"ok" if r["correct"] else "bad"}">{"✓" if r["correct"] else "✗"}</td>'
+            f"<td>{hit_text}</td></tr>"
+        )
+    return f"""<h2>Probes</h2>
+<div class=filters>
+<input id=q type=search placeholder="filter question, expected, reply…" aria-label="text filter">
+<select id=fmemory aria-label="memory"><option value="">all memories</option>{options}</select>
+<select id=fcategory aria-label="category"><option value="">all categories</option>
+{cat_options}</select>
+<select id=fcorrect aria-label="correct"><option value="">correct or not</option>
+<option value="yes">correct</option><option value="no">wrong</option></select>
+<span id=count></span></div>
+<table id=probes><thead><tr><th>memory</th><th>dialogue</th><th>category</th><th>question</th>
+<th>expected</th><th>reply</th><th>correct</th><th>context hit</th></tr></thead><tbody>
+{chr(10).join(rows)}
+</tbody></table>"""
+
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans CJK KR","Noto Sans KR",
+"Apple SD Gothic Neo","Malgun Gothic",NanumGothic,sans-serif;margin:2rem auto;max-width:1200px;
+padding:0 1rem;color:#222;line-height:1.4}
+table{border-collapse:collapse;margin:.5rem 0 1.5rem;font-size:.9rem}
+th,td{border:1px solid #ddd;padding:.25rem .5rem;vertical-align:top;text-align:left}
+th{background:#f3f3f3;position:sticky;top:0}
+table.num td:not(:first-child):not(:nth-child(2)){text-align:right;white-space:nowrap}
+.note{color:#555;font-size:.85rem;max-width:60rem}
+img.chart{width:min(100%,1000px);height:auto;border:1px solid #eee}
+.filters{display:flex;gap:.5rem;flex-wrap:wrap;align-items:center;margin:.5rem 0}
+.filters input{min-width:20rem;padding:.2rem .4rem}
+td.ok{color:#17803d;font-weight:bold;text-align:center}
+td.bad{color:#b42318;font-weight:bold;text-align:center}
+"""
+
+JS = """
+(function(){
+  var q=document.getElementById('q'),m=document.getElementById('fmemory'),
+      c=document.getElementById('fcategory'),k=document.getElementById('fcorrect'),
+      count=document.getElementById('count');
+  if(!q){return;}
+  var rows=Array.prototype.slice.call(document.querySelectorAll('#probes tbody tr'));
+  function apply(){
+    var text=q.value.trim().toLowerCase(),shown=0;
+    rows.forEach(function(r){
+      var ok=(!m.value||r.dataset.memory===m.value)&&(!c.value||r.dataset.category===c.value)
+        &&(!k.value||r.dataset.correct===k.value)
+        &&(!text||r.textContent.toLowerCase().indexOf(text)>=0);
+      r.hidden=!ok; if(ok){shown++;}
+    });
+    count.textContent=shown+' of '+rows.length+' probes shown';
+  }
+  [q,m,c,k].forEach(function(el){el.addEventListener('input',apply);
+    el.addEventListener('change',apply);});
+  apply();
+})();
+"""
+
+
+def render_report(results: Results) -> str:
+    """The report of a results folder as one HTML string."""
+    summary = summarize(results)
+    title = f"memory-lab report — {results.path.name}"
+    body = "\n".join(
+        [
+            f"<h1>{escape(title)}</h1>",
+            "<p class=note>Recall is the share of probes answered correctly; costs are estimates "
+            "from the price table named below.</p>",
+            _summary_section(summary, results.run),
+            _charts_section(results),
+            _pairs_section(paired_comparison(results)),
+            _probes_section(results.probes, memory_order(results)),
+            _run_section(results.run),
+        ]
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{CSS}</style></head>\n<body>\n{body}\n"
+        f"<script>{JS}</script>\n</body></html>\n"
+    )
+
+
+def write_report(results_dir: str | Path) -> Path:
+    """Write ``report.html`` into the results folder and return its path."""
+    results = read_results(results_dir)
+    path = Path(results_dir) / REPORT_FILE
+    tmp = path.with_suffix(".html.tmp")
+    tmp.write_text(render_report(results), "utf-8")
+    tmp.replace(path)
+    return path
