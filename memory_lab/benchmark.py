@@ -104,9 +104,11 @@ def run_benchmark(
     *,
     llm: str = "offline",
     memory_llm: str = "offline",
+    embeddings: str = "offline",
+    base_url: str | None = None,
     sources: list[str] | None = None,
-    price_model: str = DEFAULT_PRICE_MODEL,
-    embedding_price_model: str = DEFAULT_EMBEDDING_PRICE_MODEL,
+    price_model: str | None = None,
+    embedding_price_model: str | None = None,
     prices_file: str | Path | None = None,
     record_prompts: bool = True,
     context_limit: int | None = None,
@@ -129,6 +131,13 @@ def run_benchmark(
     if not dialogues:
         raise ValueError("no dialogues to run")
     prices = load_prices(prices_file)
+    # price real models by their own entry when the table has one, offline runs as gpt-4o-mini
+    if price_model is None:
+        name = llm.partition(":")[2]
+        price_model = name if name in prices else DEFAULT_PRICE_MODEL
+    if embedding_price_model is None:
+        name = embeddings.partition(":")[2]
+        embedding_price_model = name if name in prices else DEFAULT_EMBEDDING_PRICE_MODEL
     for name in (price_model, embedding_price_model):
         if name not in prices:
             raise ValueError(
@@ -158,11 +167,14 @@ def run_benchmark(
         "models": {
             "llm": llm,
             "llm_model": model_name(llm, "reader"),
-            "llm_params": model_params(llm, "reader"),
+            "llm_params": model_params(llm, "reader", base_url),
             "memory_llm": memory_llm,
             "memory_llm_model": model_name(memory_llm, "memory"),
-            "memory_llm_params": model_params(memory_llm, "memory"),
-            "embeddings": EMBEDDING_MODEL_NAME,
+            "memory_llm_params": model_params(memory_llm, "memory", base_url),
+            "embeddings": embeddings,
+            "embeddings_model": EMBEDDING_MODEL_NAME if embeddings == "offline" else embeddings,
+            "reader_embeddings": EMBEDDING_MODEL_NAME if llm == "offline" else None,
+            "base_url": base_url,
             "tokenizer": TOKENIZER_NAME,
         },
         "prompt_template": TEMPLATE,
@@ -187,6 +199,8 @@ def run_benchmark(
         "memory_llm": memory_llm,
         "record_prompts": record_prompts,
         "context_limit": context_limit,
+        "embeddings_model": embeddings,
+        "base_url": base_url,
     }
     writer = RecordWriter(folder / RECORDS_FILE)
     failed = 0

@@ -71,6 +71,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         out,
         llm=args.llm,
         memory_llm=args.memory_llm,
+        embeddings=args.embeddings,
+        base_url=args.base_url,
         sources=list(args.dialogues),
         price_model=args.price_model,
         prices_file=args.prices,
@@ -136,9 +138,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--memory-llm", default="offline", help="LLM inside summary memories (default: offline)"
     )
+    run.add_argument(
+        "--embeddings", default="offline", help="embeddings for vector memories (default: offline)"
+    )
+    run.add_argument(
+        "--base-url", help="OpenAI-compatible server for openai: models (or set OPENAI_BASE_URL)"
+    )
     run.add_argument("--out", type=Path, help="results folder (default: results/run-<time>)")
     run.add_argument(
-        "--price-model", default="gpt-4o-mini", help="price table entry used for the estimate"
+        "--price-model",
+        help="price table entry for the estimate (default: the --llm model, else gpt-4o-mini)",
     )
     run.add_argument("--prices", type=Path, help="a price table JSON overriding the shipped one")
     run.add_argument(

@@ -49,6 +49,56 @@ def write_run_info(folder: Path, info: dict[str, Any]) -> None:
     tmp.replace(folder / RUN_FILE)
 
 
+_EMPTY_COLUMNS = {
+    "turn": [
+        "memory",
+        "memory_name",
+        "dialogue",
+        "language",
+        "session",
+        "turn_id",
+        "exchange",
+        "prompt_tokens",
+        "context_tokens",
+        "completion_tokens",
+        "truncated",
+        "memory_llm_calls",
+        "memory_input_tokens",
+        "memory_output_tokens",
+        "embedding_tokens",
+        "memory_tokens",
+        "seconds",
+    ],
+    "probe": [
+        "memory",
+        "memory_name",
+        "dialogue",
+        "language",
+        "probe_id",
+        "category",
+        "after",
+        "exchange",
+        "question",
+        "answers",
+        "stale_answers",
+        "derived",
+        "reply",
+        "correct",
+        "context_hit",
+        "stale",
+        "abstained",
+        "prompt_tokens",
+        "completion_tokens",
+        "context_tokens",
+        "truncated",
+        "memory_tokens",
+        "embedding_tokens",
+        "seconds",
+    ],
+    "cell": ["memory", "memory_name", "dialogue", "status", "error", "seconds"],
+}
+
+
 @dataclass
 class Results:
     """A results folder read back: run parameters and tidy frames."""
@@ -88,7 +138,8 @@ def read_results(path: str | Path) -> Results:
     frames = {}
     for kind in ("turn", "probe", "cell"):
         rows = [{k: v for k, v in r.items() if k != "type"} for r in records if r["type"] == kind]
-        frames[kind] = pd.DataFrame(rows)
+        # a run whose cells all failed still has frames with the usual columns
+        frames[kind] = pd.DataFrame(rows) if rows else pd.DataFrame(columns=_EMPTY_COLUMNS[kind])
     return Results(folder, run, frames["turn"], frames["probe"], frames["cell"])
 
 

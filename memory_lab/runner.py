@@ -19,12 +19,14 @@ from typing import Any
 
 from langchain_classic.base_memory import BaseMemory
 from langchain_core._api import LangChainDeprecationWarning
+from langchain_core.embeddings import Embeddings
 
 from memory_lab.accounting import Meter, MeterCallback
 from memory_lab.dialogue import Dialogue, Turn
 from memory_lab.memories.registry import BuildContext, MemorySpec, build_memory
 from memory_lab.models import resolve_chat_model
 from memory_lab.models.embeddings import OfflineEmbeddings
+from memory_lab.models.providers import MeteredEmbeddings, provider_embeddings
 from memory_lab.models.tokens import count_tokens, encoding, token_ids
 from memory_lab.prompt import (
     CONVERSATION_PROMPT,
@@ -99,6 +101,17 @@ class RunModels:
     embeddings: OfflineEmbeddings | None = None
     record_prompts: bool = True
     context_limit: int | None = None
+    embeddings_model: str = "offline"
+    base_url: str | None = None
+    provider_embeddings: MeteredEmbeddings | None = None
+
+    def memory_embeddings(self, on_embed: Callable[[int], None]) -> Embeddings:
+        """The embeddings memories use (offline MiniLM or a provider's), metered per cell."""
+        if self.embeddings_model == "offline":
+            return self.shared_embeddings().view(on_embed)
+        if self.provider_embeddings is None:
+            raise ValueError("RunModels.provider_embeddings must be set (use RunModels.create())")
+        return self.provider_embeddings.view(on_embed)
 
     def shared_embeddings(self) -> OfflineEmbeddings:
         if self.embeddings is None:
@@ -106,8 +119,27 @@ class RunModels:
         return self.embeddings
 
     @classmethod
-    def create(cls, llm: str = "offline", memory_llm: str = "offline", **kw: Any) -> RunModels:
-        return cls(llm=llm, memory_llm=memory_llm, embeddings=OfflineEmbeddings(), **kw)
+    def create(
+        cls,
+        llm: str = "offline",
+        memory_llm: str = "offline",
+        embeddings_model: str = "offline",
+        base_url: str | None = None,
+        **kw: Any,
+    ) -> RunModels:
+        """Settings plus the run-wide embedding caches (offline always: the reader uses it)."""
+        provider = None
+        if embeddings_model != "offline":
+            provider = MeteredEmbeddings(provider_embeddings(embeddings_model, base_url=base_url))
+        return cls(
+            llm=llm,
+            memory_llm=memory_llm,
+            embeddings=OfflineEmbeddings(),
+            embeddings_model=embeddings_model,
+            base_url=base_url,
+            provider_embeddings=provider,
+            **kw,
+        )
 
 
 def cell_id_for(spec: MemorySpec, dialogue: Dialogue) -> str:
@@ -166,15 +198,17 @@ class Cell:
         self.answer_meter = Meter()
         self.answer_callback = MeterCallback(self.answer_meter)
         shared = models.shared_embeddings()
-        memory_llm = resolve_chat_model(models.memory_llm, "memory")
+        memory_llm = resolve_chat_model(models.memory_llm, "memory", base_url=models.base_url)
         memory_llm.callbacks = [MeterCallback(self.memory_meter)]
         self.ctx = BuildContext(
             memory_llm=memory_llm,
-            embeddings=shared.view(self.memory_meter.add_embedding),
+            embeddings=models.memory_embeddings(self.memory_meter.add_embedding),
             cell_id=cell_id_for(spec, dialogue),
         )
         self.memory = build_memory(spec, self.ctx)
-        reader = resolve_chat_model(models.llm, "reader", embeddings=shared)
+        reader = resolve_chat_model(
+            models.llm, "reader", embeddings=shared, base_url=models.base_url
+        )
         reader.callbacks = [self.answer_callback]
         view: BaseMemory = ReadOnlySharedMemory(memory=self.memory)
         if models.context_limit is not None:
@@ -261,6 +295,7 @@ class Cell:
         answer_usage = self.answer_meter.take()
         memory_usage = self.memory_meter.take()
         context = _memory_section(prompt)
+        counted_prompt = count_tokens(prompt)
         score = score_probe(probe, reply, context)
         record = self.base_record("probe")
         record.update(
@@ -277,8 +312,11 @@ class Cell:
             context_hit=score.context_hit,
             stale=score.stale,
             abstained=score.abstained,
-            prompt_tokens=answer_usage.input_tokens,
-            completion_tokens=answer_usage.output_tokens,
+            # the provider's own usage when it reports one; our tokenizer's count beside it
+            prompt_tokens=answer_usage.input_tokens or counted_prompt,
+            completion_tokens=answer_usage.output_tokens or count_tokens(reply),
+            prompt_tokens_counted=counted_prompt,
+            usage_source="provider" if answer_usage.input_tokens else "tokenizer",
             context_tokens=count_tokens(context),
             truncated=self.truncated(),
             memory_tokens=memory_usage.total,

@@ -11,6 +11,7 @@ from langchain_core.language_models import BaseChatModel
 from memory_lab.models.embeddings import EMBEDDING_MODEL_NAME, OfflineEmbeddings
 from memory_lab.models.offline_reader import ABSTAIN_REPLY, OfflineReader, is_abstention
 from memory_lab.models.offline_summarizer import OfflineSummarizer
+from memory_lab.models.providers import ProviderError, provider_chat_model
 from memory_lab.models.tokens import TOKENIZER_NAME, count_tokens
 
 ROLES = ("reader", "memory")
@@ -22,6 +23,7 @@ __all__ = [
     "OfflineEmbeddings",
     "OfflineReader",
     "OfflineSummarizer",
+    "ProviderError",
     "count_tokens",
     "is_abstention",
     "resolve_chat_model",
@@ -31,25 +33,30 @@ __all__ = [
 
 
 def resolve_chat_model(
-    spec: str, role: str, embeddings: OfflineEmbeddings | None = None
+    spec: str,
+    role: str,
+    embeddings: OfflineEmbeddings | None = None,
+    base_url: str | None = None,
 ) -> BaseChatModel:
-    """Build the chat model named by ``spec`` for ``role``; ValueError for an unknown name."""
+    """Build the chat model named by ``spec`` for ``role``.
+
+    ``offline`` gives the offline reader or summarizer; ``PROVIDER:MODEL`` a real model through
+    LangChain (ProviderError, a ValueError, says what to install or set when it cannot).
+    """
     if role not in ROLES:
         raise ValueError(f"unknown model role {role!r} (known: {', '.join(ROLES)})")
     if spec == "offline":
         if role == "reader":
             return OfflineReader(embeddings=(embeddings or OfflineEmbeddings()).view(None))
         return OfflineSummarizer()
-    raise ValueError(
-        f"unknown model {spec!r}: this version supports 'offline' "
-        "(real providers such as 'openai:gpt-4o-mini' are planned)"
-    )
+    return provider_chat_model(spec, base_url=base_url)
 
 
-def model_params(spec: str, role: str) -> dict:
-    """The parameters of the model a spec resolves to, as recorded in run.json."""
-    model = resolve_chat_model(spec, role, embeddings=OfflineEmbeddings())
-    return dict(model._identifying_params)
+def model_params(spec: str, role: str, base_url: str | None = None) -> dict:
+    """The parameters of the model a spec resolves to, as recorded in run.json (no secrets)."""
+    model = resolve_chat_model(spec, role, embeddings=OfflineEmbeddings(), base_url=base_url)
+    params = dict(model._identifying_params)
+    return {k: v for k, v in params.items() if "key" not in k.lower() and "secret" not in k.lower()}
 
 
 def model_name(spec: str, role: str) -> str:

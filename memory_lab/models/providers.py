@@ -1,0 +1,161 @@
+"""Real model providers through LangChain: ``openai:gpt-4o-mini``, ``ollama:llama3.1``, ...
+
+A model string is ``PROVIDER:MODEL``. Chat models are built with LangChain's
+``init_chat_model``; OpenAI-compatible servers are reached with a base URL (the ``base_url``
+argument or ``OPENAI_BASE_URL``). Every model counts tokens with the bundled offline tokenizer,
+so counting never downloads anything and never raises for a model name a provider's own
+counter does not know (``ChatOpenAI`` raises for non-OpenAI names behind a compatible URL).
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import import_module
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+
+from memory_lab.models.tokens import count_message_tokens, token_ids
+
+# provider -> (python package, pip package, API-key variable or None)
+PROVIDERS: dict[str, tuple[str, str, str | None]] = {
+    "openai": ("langchain_openai", "langchain-openai", "OPENAI_API_KEY"),
+    "anthropic": ("langchain_anthropic", "langchain-anthropic", "ANTHROPIC_API_KEY"),
+    "ollama": ("langchain_ollama", "langchain-ollama", None),
+}
+
+
+class ProviderError(ValueError):
+    """A model string that cannot be served here: one line saying what to install or set."""
+
+
+def split_model(spec: str) -> tuple[str, str]:
+    """``openai:gpt-4o-mini`` -> (``openai``, ``gpt-4o-mini``); ProviderError otherwise."""
+    provider, sep, model = spec.partition(":")
+    if not sep or not model:
+        raise ProviderError(f"model {spec!r} must be 'offline' or PROVIDER:MODEL")
+    if provider not in PROVIDERS:
+        known = ", ".join(PROVIDERS)
+        raise ProviderError(f"unknown provider {provider!r} in {spec!r} (known: offline, {known})")
+    return provider, model
+
+
+def _check_ready(provider: str, base_url: str | None) -> None:
+    module, pip_name, key = PROVIDERS[provider]
+    try:
+        import_module(module)
+    except ImportError:
+        raise ProviderError(
+            f"provider {provider!r} needs the package {pip_name}: pip install {pip_name}"
+        ) from None
+    if key and not os.environ.get(key):
+        if provider == "openai" and base_url:
+            os.environ.setdefault(key, "not-needed")  # compatible servers often ignore the key
+            return
+        raise ProviderError(f"provider {provider!r} needs an API key: set {key}")
+
+
+def base_url_for(provider: str, base_url: str | None) -> str | None:
+    """The explicit base URL, else ``OPENAI_BASE_URL`` for OpenAI-compatible providers."""
+    if base_url:
+        return base_url
+    return os.environ.get("OPENAI_BASE_URL") if provider == "openai" else None
+
+
+def _count_with_offline_tokenizer(model: Any) -> Any:
+    """Make ``model`` count tokens with the bundled tokenizer (no downloads, never raises)."""
+    object.__setattr__(model, "custom_get_token_ids", token_ids)
+    object.__setattr__(
+        model,
+        "get_num_tokens_from_messages",
+        lambda messages, tools=None: count_message_tokens(messages),
+    )
+    object.__setattr__(model, "get_num_tokens", lambda text: len(token_ids(text)))
+    return model
+
+
+def default_max_retries() -> int:
+    """Retries on 429/5xx (with backoff honouring Retry-After, by the provider's client)."""
+    return int(os.environ.get("MEMORY_LAB_MAX_RETRIES", "6"))
+
+
+def provider_chat_model(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    temperature: float = 0.0,
+    max_retries: int | None = None,
+) -> BaseChatModel:
+    """A LangChain chat model for ``PROVIDER:MODEL``; ProviderError if it cannot be built."""
+    provider, model = split_model(spec)
+    url = base_url_for(provider, base_url)
+    _check_ready(provider, url)
+    from langchain_classic.chat_models import init_chat_model
+
+    kwargs: dict[str, Any] = {"temperature": temperature}
+    if provider in ("openai", "anthropic"):
+        kwargs["max_retries"] = default_max_retries() if max_retries is None else max_retries
+    if url:
+        kwargs["base_url"] = url
+    return _count_with_offline_tokenizer(init_chat_model(model, model_provider=provider, **kwargs))
+
+
+def provider_embeddings(
+    spec: str, *, base_url: str | None = None, max_retries: int | None = None
+) -> Embeddings:
+    """LangChain embeddings for ``PROVIDER:MODEL`` (OpenAI-compatible or Ollama)."""
+    provider, model = split_model(spec)
+    url = base_url_for(provider, base_url)
+    _check_ready(provider, url)
+    if provider == "openai":
+        from langchain_openai import OpenAIEmbeddings
+
+        retries = default_max_retries() if max_retries is None else max_retries
+        kwargs: dict[str, Any] = {"model": model, "max_retries": retries}
+        if url:
+            kwargs["base_url"] = url
+            kwargs["check_embedding_ctx_length"] = False  # would fetch a tokenizer for the name
+        return OpenAIEmbeddings(**kwargs)
+    if provider == "ollama":
+        from langchain_ollama import OllamaEmbeddings
+
+        return OllamaEmbeddings(model=model, **({"base_url": url} if url else {}))
+    raise ProviderError(f"provider {provider!r} has no embeddings here (use openai: or ollama:)")
+
+
+class MeteredEmbeddings(Embeddings):
+    """A provider's embeddings with a per-run cache and token accounting.
+
+    Like the offline embeddings, ``on_embed`` receives the tokens of every text a caller asks to
+    embed (counted with the bundled tokenizer; providers bill per text). ``view`` shares the
+    cache with another meter.
+    """
+
+    def __init__(self, inner: Embeddings, on_embed: Any = None):
+        self.inner = inner
+        self.on_embed = on_embed
+        self._cache: dict[str, list[float]] = {}
+
+    def _vectors(self, texts: list[str], query: bool) -> list[list[float]]:
+        if self.on_embed is not None:
+            self.on_embed(sum(len(token_ids(t)) for t in texts))
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            if query and len(missing) == 1:
+                vectors = [self.inner.embed_query(missing[0])]
+            else:
+                vectors = self.inner.embed_documents(missing)
+            self._cache.update(zip(missing, vectors, strict=True))
+        return [self._cache[t] for t in texts]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self._vectors(list(texts), query=False)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vectors([text], query=True)[0]
+
+    def view(self, on_embed: Any) -> MeteredEmbeddings:
+        other = MeteredEmbeddings(self.inner, on_embed)
+        other._cache = self._cache
+        return other

@@ -1,0 +1,118 @@
+"""A loopback HTTP server speaking the OpenAI chat-completions and embeddings API.
+
+The real ``langchain-openai``/``openai`` client code runs against it. Responses can be scripted
+per endpoint (status, body, headers); unscripted requests get a well-formed success with fixed
+usage numbers, so tests can check those numbers arrive in the records.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import struct
+import threading
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+CHAT_USAGE = {"prompt_tokens": 111, "completion_tokens": 7, "total_tokens": 118}
+EMBED_DIM = 16
+
+
+def _vector(text: str) -> list[float]:
+    digest = hashlib.sha256(text.encode()).digest()
+    raw = [b / 255 - 0.5 for b in digest[:EMBED_DIM]]
+    norm = sum(x * x for x in raw) ** 0.5 or 1.0
+    return [x / norm for x in raw]
+
+
+class OpenAIMock:
+    """Start with ``with OpenAIMock() as mock:``; ``mock.base_url`` goes to the client."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        self.scripts: dict[str, deque] = {"chat": deque(), "embeddings": deque()}
+        self.always: dict[str, tuple[int, str, dict] | None] = {"chat": None, "embeddings": None}
+        self.reply = "Mock reply."
+        mock = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_POST(self):  # noqa: N802 - http.server's naming
+                length = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                kind = "chat" if self.path.endswith("/chat/completions") else "embeddings"
+                mock.requests.append(
+                    {
+                        "kind": kind,
+                        "path": self.path,
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                        "body": body,
+                    }
+                )
+                scripted = mock.always[kind] or (
+                    mock.scripts[kind].popleft() if mock.scripts[kind] else None
+                )
+                status, text, headers = scripted or (200, mock.success(kind, body), {})
+                payload = text.encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_port}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def success(self, kind: str, body: dict) -> str:
+        if kind == "chat":
+            return json.dumps(
+                {
+                    "id": "chatcmpl-mock",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body.get("model", "mock"),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": self.reply},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": CHAT_USAGE,
+                }
+            )
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = []
+        for i, text in enumerate(texts):
+            vec = _vector(str(text))
+            if body.get("encoding_format") == "base64":
+                packed = base64.b64encode(struct.pack(f"<{len(vec)}f", *vec)).decode()
+                data.append({"object": "embedding", "index": i, "embedding": packed})
+            else:
+                data.append({"object": "embedding", "index": i, "embedding": vec})
+        tokens = sum(len(str(t).split()) for t in texts)
+        return json.dumps(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", "mock"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
+
+    def calls(self, kind: str) -> int:
+        return sum(1 for r in self.requests if r["kind"] == kind)
+
+    def __enter__(self) -> OpenAIMock:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

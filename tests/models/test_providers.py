@@ -1,0 +1,128 @@
+"""Real providers through LangChain, against a loopback OpenAI mock (the real client code runs)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
+from memory_lab.cli import main
+from memory_lab.models import ProviderError, resolve_chat_model
+from memory_lab.models.providers import provider_chat_model
+
+from ..conftest import FIXTURES
+from .openai_mock import CHAT_USAGE, OpenAIMock
+
+SECRET = "sk-test-memorylab-SECRET-0123456789"
+
+
+@pytest.fixture
+def mock(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("MEMORY_LAB_MAX_RETRIES", "2")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with OpenAIMock() as server:
+        yield server
+
+
+def run(tmp_path, mock, memories, **kw):
+    return run_benchmark(
+        resolve_memories(memories),
+        load_dialogues(FIXTURES / "dialogues"),
+        tmp_path / "run",
+        base_url=mock.base_url,
+        progress=False,
+        **kw,
+    )
+
+
+def every_file_text(folder):
+    return "\n".join(p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file())
+
+
+def test_memory_llm_usage_reported_by_the_provider_reaches_the_records(tmp_path, mock):
+    outcome = run(tmp_path, mock, ["summary"], memory_llm="openai:gpt-4o-mini")
+    assert outcome.failed_cells == 0
+    turns = read_results(outcome.path).turns
+    calls = mock.calls("chat")
+    assert calls == len(turns) == turns["memory_llm_calls"].sum()
+    assert (turns["memory_input_tokens"] == CHAT_USAGE["prompt_tokens"]).all()
+    assert (turns["memory_output_tokens"] == CHAT_USAGE["completion_tokens"]).all()
+    sent = mock.requests[0]
+    assert sent["body"]["model"] == "gpt-4o-mini" and sent["body"]["temperature"] == 0
+    assert sent["headers"]["authorization"] == f"Bearer {SECRET}"  # the key was used ...
+    assert SECRET not in every_file_text(outcome.path)  # ... and written nowhere
+
+
+def test_answering_model_usage_sits_beside_our_token_count(tmp_path, mock):
+    mock.reply = "You build services with FastAPI."
+    outcome = run(tmp_path, mock, ["buffer"], llm="openai:gpt-4o-mini")
+    probes = read_results(outcome.path).probes
+    assert (probes["usage_source"] == "provider").all()
+    assert (probes["prompt_tokens"] == CHAT_USAGE["prompt_tokens"]).all()
+    assert (probes["prompt_tokens_counted"] > 0).all()
+    assert probes.set_index("probe_id").loc["q-framework", "correct"]
+    info = json.loads((outcome.path / "run.json").read_text())
+    assert info["models"]["llm_model"] == "openai:gpt-4o-mini"
+    assert info["pricing"]["llm_model"] == "gpt-4o-mini"
+
+
+def test_provider_embeddings_power_the_vector_memory(tmp_path, mock):
+    outcome = run(tmp_path, mock, ["vector:k=2"], embeddings="openai:text-embedding-3-small")
+    assert outcome.failed_cells == 0
+    assert mock.calls("embeddings") > 0
+    turns = read_results(outcome.path).turns
+    assert (turns["embedding_tokens"] > 0).all()
+    assert SECRET not in every_file_text(outcome.path)
+
+
+def test_429_then_success_is_retried(tmp_path, mock):
+    mock.scripts["chat"].append(
+        (429, '{"error": {"message": "slow down"}}', {"retry-after-ms": "10"})
+    )
+    outcome = run(tmp_path, mock, ["summary"], memory_llm="openai:gpt-4o-mini")
+    assert outcome.failed_cells == 0
+    turns = read_results(outcome.path).turns
+    assert mock.calls("chat") == len(turns) + 1  # one retry, then every call succeeded
+
+
+def test_persistent_500_fails_the_cell_and_the_run_finishes(tmp_path, mock, capsys):
+    mock.always["chat"] = (500, '{"error": {"message": "boom"}}', {"retry-after-ms": "10"})
+    args = ["run", "--memory", "summary", "buffer", "--dialogues", str(FIXTURES / "dialogues")]
+    args += ["--memory-llm", "openai:gpt-4o-mini", "--base-url", mock.base_url]
+    code = main([*args, "--out", str(tmp_path / "r"), "--quiet"])
+    assert code == 1  # some cells failed
+    results = read_results(tmp_path / "r")
+    cells = results.cells.set_index("memory")
+    assert cells.loc["summary", "status"] == "failed" and "500" in cells.loc["summary", "error"]
+    assert cells.loc["buffer", "status"] == "ok"  # the rest of the run completed
+    assert mock.calls("chat") == 3  # first try + MEMORY_LAB_MAX_RETRIES=2
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["status"] == "failed"
+
+
+def test_malformed_response_is_a_clear_cell_error(tmp_path, mock):
+    mock.always["chat"] = (200, "this is not json", {})
+    outcome = run(tmp_path, mock, ["summary"], memory_llm="openai:gpt-4o-mini")
+    assert outcome.failed_cells == 1
+    error = read_results(outcome.path).cells["error"].iloc[0]
+    assert error and len(error.splitlines()) == 1
+
+
+def test_token_counting_never_raises_for_unknown_model_names(mock):
+    from langchain_core.messages import HumanMessage
+
+    llm = provider_chat_model("openai:my-local-llama", base_url=mock.base_url)
+    assert llm.get_num_tokens_from_messages([HumanMessage("hello world")]) > 0
+    assert llm.get_num_tokens("hello world") == 2
+
+
+def test_missing_package_or_key_is_one_line(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(ProviderError, match="set OPENAI_API_KEY"):
+        resolve_chat_model("openai:gpt-4o-mini", "reader")
+    with pytest.raises(ProviderError, match="pip install langchain-anthropic"):
+        resolve_chat_model("anthropic:claude-x", "reader")
+    with pytest.raises(ProviderError, match="unknown provider"):
+        resolve_chat_model("acme:model", "reader")
