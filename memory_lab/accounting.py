@@ -22,6 +22,7 @@ class Usage:
     """Counts for one turn or probe."""
 
     llm_calls: int = 0
+    cache_hits: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     embedding_tokens: int = 0
@@ -37,8 +38,9 @@ class Meter:
     def __init__(self) -> None:
         self._usage = Usage()
 
-    def add_llm(self, input_tokens: int, output_tokens: int) -> None:
+    def add_llm(self, input_tokens: int, output_tokens: int, cached: bool = False) -> None:
         self._usage.llm_calls += 1
+        self._usage.cache_hits += int(cached)
         self._usage.input_tokens += input_tokens
         self._usage.output_tokens += output_tokens
 
@@ -80,8 +82,11 @@ class MeterCallback(BaseCallbackHandler):
         self.prompts.extend(prompts)
 
     def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        from memory_lab.cache import is_cache_hit
+
+        cached = is_cache_hit(response)  # a cached reply keeps the usage of the original call
         for input_tokens, output_tokens in _usage_of(response):
-            self.meter.add_llm(input_tokens, output_tokens)
+            self.meter.add_llm(input_tokens, output_tokens, cached)
 
     def take_prompts(self) -> list[str]:
         prompts, self.prompts = self.prompts, []

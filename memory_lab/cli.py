@@ -58,13 +58,18 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from memory_lab.benchmark import resolve_memories, run_benchmark
+    from memory_lab.benchmark import resolve_memories, resume_benchmark, run_benchmark
     from memory_lab.dialogue import load_dialogues
-    from memory_lab.results import format_category_table, format_summary, summarize_by_category
 
+    if args.resume:
+        outcome = resume_benchmark(
+            args.resume, jobs=args.jobs, concurrency=args.concurrency, progress=not args.quiet
+        )
+        return _report_run(outcome)
     memories = resolve_memories(args.memory)
     dialogues = load_dialogues(*args.dialogues)
-    out = args.out or Path("results") / datetime.now().strftime("run-%Y%m%d-%H%M%S")
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = args.out or Path("results") / (f"dryrun-{stamp}" if args.dry_run else f"run-{stamp}")
     outcome = run_benchmark(
         memories,
         dialogues,
@@ -79,12 +84,34 @@ def _cmd_run(args: argparse.Namespace) -> int:
         record_prompts=not args.no_prompts,
         context_limit=args.context_limit,
         jobs=args.jobs,
+        concurrency=args.concurrency,
+        mode=args.mode,
+        dry_run=args.dry_run,
+        judge=args.judge,
+        cache=False if args.no_cache else (args.cache_dir or True),
         progress=not args.quiet,
     )
-    from memory_lab.results import read_results
+    return _report_run(outcome)
+
+
+def _report_run(outcome) -> int:
+    from memory_lab.results import (
+        format_category_table,
+        format_summary,
+        read_results,
+        summarize_by_category,
+    )
 
     results = read_results(outcome.path)
+    if results.run.get("dry_run"):
+        wanted = ", ".join(f"{k}={v}" for k, v in results.run["dry_run"].items())
+        print(f"DRY RUN ({wanted}): no provider was called; tokens come from the offline")
+        print("stand-ins and are priced as the requested models. Recall figures are not theirs.")
     print(format_summary(outcome.summary, results.run))
+    if "judge_accuracy" in outcome.summary:
+        judged = outcome.summary[["memory", "accuracy", "judge_accuracy", "disagreement_rate"]]
+        judged = judged.rename(columns={"accuracy": "string_match_accuracy"})
+        print(f"\njudge ({results.run['judge']['model']}):\n" + judged.to_string(index=False))
     print("\n" + format_category_table(summarize_by_category(results)))
     print(f"\nresults: {outcome.path}/ (run.json, records.jsonl, summary.csv)")
     if outcome.failed_cells:
@@ -161,6 +188,30 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         metavar="TOKENS",
         help="cut the oldest memory text so no prompt exceeds this many tokens",
+    )
+    run.add_argument(
+        "--concurrency", type=int, default=1, help="cells at once in threads (API-bound runs)"
+    )
+    run.add_argument(
+        "--mode",
+        choices=["replay", "live"],
+        default="replay",
+        help="replay scripted replies (default) or let the model answer every turn",
+    )
+    run.add_argument(
+        "--dry-run", action="store_true", help="count tokens and estimate cost; call no provider"
+    )
+    run.add_argument("--resume", type=Path, metavar="DIR", help="continue an interrupted run")
+    run.add_argument(
+        "--judge", metavar="MODEL", help="add LLM-judged correctness (offline or PROVIDER:MODEL)"
+    )
+    run.add_argument(
+        "--no-cache", action="store_true", help="call providers even for calls made before"
+    )
+    run.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="model-call cache (default: $MEMORY_LAB_CACHE or ~/.cache/memory-lab)",
     )
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(func=_cmd_run)

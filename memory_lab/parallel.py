@@ -14,7 +14,7 @@ import os
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,6 +80,29 @@ def _worker(spec: MemorySpec, dialogue: Dialogue, part: str) -> CellOutcome:
         writer.close()
 
 
+def _in_cell_order(
+    futures: dict[Future, int],
+    parts_dir: Path,
+    write: Callable[[dict[str, Any]], None],
+    on_cell: Callable[[int], None],
+) -> Iterator[CellOutcome]:
+    """As cells finish, append their part files to the records in cell order."""
+    done: dict[int, CellOutcome] = {}
+    next_index = 0
+    for future in as_completed(futures):
+        i = futures[future]
+        done[i] = future.result()
+        on_cell(i)
+        while next_index in done:
+            part = parts_dir / f"cell-{next_index:05d}.jsonl"
+            with open(part, encoding="utf-8") as fh:
+                for line in fh:
+                    write(json.loads(line))
+            part.unlink()
+            yield done.pop(next_index)
+            next_index += 1
+
+
 def run_cells_parallel(
     cells: list[tuple[MemorySpec, Dialogue]],
     settings: dict[str, Any],
@@ -88,13 +111,11 @@ def run_cells_parallel(
     write: Callable[[dict[str, Any]], None],
     on_cell: Callable[[int], None],
 ) -> Iterator[CellOutcome]:
-    """Run cells in ``jobs`` processes; yield outcomes and write records in cell order."""
+    """Run cells in ``jobs`` processes (CPU-bound runs); records are written in cell order."""
     parts_dir.mkdir(exist_ok=True)
     threads = max(1, (os.cpu_count() or 1) // jobs)
     # spawn, not fork: the parent may hold torch/OpenMP threads that a forked child would inherit
     ctx = multiprocessing.get_context("spawn")
-    done: dict[int, CellOutcome] = {}
-    next_index = 0
     with ProcessPoolExecutor(
         jobs, mp_context=ctx, initializer=_init_worker, initargs=(settings, threads)
     ) as pool:
@@ -102,16 +123,32 @@ def run_cells_parallel(
             pool.submit(_worker, spec, dialogue, str(parts_dir / f"cell-{i:05d}.jsonl")): i
             for i, (spec, dialogue) in enumerate(cells)
         }
-        for future in as_completed(futures):
-            i = futures[future]
-            done[i] = future.result()
-            on_cell(i)
-            while next_index in done:
-                part = parts_dir / f"cell-{next_index:05d}.jsonl"
-                with open(part, encoding="utf-8") as fh:
-                    for line in fh:
-                        write(json.loads(line))
-                part.unlink()
-                yield done.pop(next_index)
-                next_index += 1
+        yield from _in_cell_order(futures, parts_dir, write, on_cell)
+    parts_dir.rmdir()
+
+
+def run_cells_threaded(
+    cells: list[tuple[MemorySpec, Dialogue]],
+    models: RunModels,
+    concurrency: int,
+    parts_dir: Path,
+    write: Callable[[dict[str, Any]], None],
+    on_cell: Callable[[int], None],
+) -> Iterator[CellOutcome]:
+    """Run ``concurrency`` cells at a time in threads (API-bound runs waiting on providers)."""
+    parts_dir.mkdir(exist_ok=True)
+
+    def task(spec: MemorySpec, dialogue: Dialogue, part: Path) -> CellOutcome:
+        writer = RecordWriter(part)
+        try:
+            return run_cell(spec, dialogue, models, writer.write)
+        finally:
+            writer.close()
+
+    with ThreadPoolExecutor(concurrency) as pool:
+        futures = {
+            pool.submit(task, spec, dialogue, parts_dir / f"cell-{i:05d}.jsonl"): i
+            for i, (spec, dialogue) in enumerate(cells)
+        }
+        yield from _in_cell_order(futures, parts_dir, write, on_cell)
     parts_dir.rmdir()

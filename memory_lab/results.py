@@ -211,7 +211,13 @@ def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.Da
                 "seconds": float(t["seconds"].sum() + (p["seconds"].sum() if n else 0)),
             }
         )
-    return pd.DataFrame(rows)
+    summary = pd.DataFrame(rows)
+    if "judge_correct" in probes.columns and len(summary):
+        from memory_lab.judge import judge_summary
+
+        judged = judge_summary(probes)[["memory", "judge_accuracy", "disagreement_rate"]]
+        summary = summary.merge(judged, on="memory", how="left")
+    return summary
 
 
 def summarize_by_category(results: Results) -> pd.DataFrame:

@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from langchain_classic.base_memory import BaseMemory
@@ -39,6 +40,7 @@ from memory_lab.prompt import (
 from memory_lab.scoring import score_probe
 
 Emit = Callable[[dict[str, Any]], None]
+MODES = ("replay", "live")
 
 
 @contextmanager
@@ -101,6 +103,27 @@ class RunModels:
     embeddings: OfflineEmbeddings | None = None
     record_prompts: bool = True
     context_limit: int | None = None
+    mode: str = "replay"
+    judge: str | None = None
+    cache_dir: str | None = None
+    call_cache: Any = None
+
+    def chat_model(self, spec: str, role: str) -> Any:
+        """A chat model for a role; real providers go through the on-disk call cache."""
+        if role == "judge":
+            from memory_lab.judge import resolve_judge
+
+            model = resolve_judge(spec, base_url=self.base_url)
+        else:
+            model = resolve_chat_model(
+                spec, role, embeddings=self.shared_embeddings(), base_url=self.base_url
+            )
+        if spec != "offline" and self.call_cache is not None:
+            from memory_lab.cache import cached_chat_model
+
+            model = cached_chat_model(model, self.call_cache)
+        return model
+
     embeddings_model: str = "offline"
     base_url: str | None = None
     provider_embeddings: MeteredEmbeddings | None = None
@@ -129,8 +152,19 @@ class RunModels:
     ) -> RunModels:
         """Settings plus the run-wide embedding caches (offline always: the reader uses it)."""
         provider = None
+        call_cache = None
+        cache_dir = kw.get("cache_dir")
+        if cache_dir is not None:
+            from memory_lab.cache import CallCache
+
+            call_cache = CallCache(cache_dir)
         if embeddings_model != "offline":
-            provider = MeteredEmbeddings(provider_embeddings(embeddings_model, base_url=base_url))
+            inner = provider_embeddings(embeddings_model, base_url=base_url)
+            if cache_dir is not None:
+                from memory_lab.cache import cached_embeddings
+
+                inner = cached_embeddings(inner, Path(cache_dir), embeddings_model)
+            provider = MeteredEmbeddings(inner)
         return cls(
             llm=llm,
             memory_llm=memory_llm,
@@ -138,6 +172,7 @@ class RunModels:
             embeddings_model=embeddings_model,
             base_url=base_url,
             provider_embeddings=provider,
+            call_cache=call_cache,
             **kw,
         )
 
@@ -197,8 +232,7 @@ class Cell:
         self.memory_meter = Meter()
         self.answer_meter = Meter()
         self.answer_callback = MeterCallback(self.answer_meter)
-        shared = models.shared_embeddings()
-        memory_llm = resolve_chat_model(models.memory_llm, "memory", base_url=models.base_url)
+        memory_llm = models.chat_model(models.memory_llm, "memory")
         memory_llm.callbacks = [MeterCallback(self.memory_meter)]
         self.ctx = BuildContext(
             memory_llm=memory_llm,
@@ -206,14 +240,17 @@ class Cell:
             cell_id=cell_id_for(spec, dialogue),
         )
         self.memory = build_memory(spec, self.ctx)
-        reader = resolve_chat_model(
-            models.llm, "reader", embeddings=shared, base_url=models.base_url
-        )
+        reader = models.chat_model(models.llm, "reader")
         reader.callbacks = [self.answer_callback]
         view: BaseMemory = ReadOnlySharedMemory(memory=self.memory)
         if models.context_limit is not None:
             view = ContextLimitedMemory(inner=view, limit=models.context_limit)
         self.view = view
+        self.judge = None
+        self.judge_meter = Meter()
+        if models.judge:
+            self.judge = models.chat_model(models.judge, "judge")
+            self.judge.callbacks = [MeterCallback(self.judge_meter)]
         self.chain = ConversationChain(
             llm=reader,
             prompt=CONVERSATION_PROMPT,
@@ -241,8 +278,47 @@ class Cell:
             )
         return value
 
+    def live_exchange(self, ex: Exchange) -> dict[str, Any]:
+        """Live mode: the model answers the user turn and its reply, not the script's, is saved."""
+        started = time.perf_counter()
+        self.answer_meter.take()
+        self.answer_callback.take_prompts()
+        reply = str(self.chain.invoke({INPUT_KEY: ex.user_text})[OUTPUT_KEY])
+        prompts = self.answer_callback.take_prompts()
+        prompt = prompts[-1] if prompts else ""
+        answer = self.answer_meter.take()
+        counted = count_tokens(prompt)
+        record = self.base_record("turn")
+        record.update(
+            session=ex.user.session_id,
+            turn_id=ex.user.id,
+            exchange=ex.index,
+            prompt_tokens=answer.input_tokens or counted,
+            prompt_tokens_counted=counted,
+            context_tokens=count_tokens(_memory_section(prompt)),
+            completion_tokens=answer.output_tokens or count_tokens(reply),
+            truncated=self.truncated(),
+            reply=reply,
+        )
+        if self.models.record_prompts:
+            record["prompt"] = prompt
+        self.memory.save_context({INPUT_KEY: ex.user_text}, {OUTPUT_KEY: reply})
+        usage = self.memory_meter.take()
+        record.update(
+            memory_llm_calls=usage.llm_calls,
+            memory_cache_hits=usage.cache_hits,
+            memory_input_tokens=usage.input_tokens,
+            memory_output_tokens=usage.output_tokens,
+            embedding_tokens=usage.embedding_tokens,
+            memory_tokens=usage.total,
+            seconds=time.perf_counter() - started,
+        )
+        return record
+
     def replay_exchange(self, ex: Exchange) -> dict[str, Any] | None:
         """Record the would-be prompt for the user turn, then save the scripted exchange."""
+        if self.models.mode == "live" and ex.user is not None:
+            return self.live_exchange(ex)
         started = time.perf_counter()
         record = None
         if ex.user is not None:
@@ -275,6 +351,7 @@ class Cell:
             )
         record.update(
             memory_llm_calls=usage.llm_calls,
+            memory_cache_hits=usage.cache_hits,
             memory_input_tokens=usage.input_tokens,
             memory_output_tokens=usage.output_tokens,
             embedding_tokens=usage.embedding_tokens,
@@ -317,6 +394,7 @@ class Cell:
             completion_tokens=answer_usage.output_tokens or count_tokens(reply),
             prompt_tokens_counted=counted_prompt,
             usage_source="provider" if answer_usage.input_tokens else "tokenizer",
+            cache_hit=answer_usage.cache_hits > 0,
             context_tokens=count_tokens(context),
             truncated=self.truncated(),
             memory_tokens=memory_usage.total,
@@ -324,6 +402,24 @@ class Cell:
             seconds=time.perf_counter() - started,
             prompt=prompt,
         )
+        if self.judge is not None:
+            from memory_lab.judge import judge_reply
+
+            self.judge_meter.take()
+            verdict = judge_reply(
+                self.judge,
+                probe.question,
+                probe.answers,
+                reply,
+                abstention=probe.category == "abstention",
+            )
+            record.update(
+                judge_cache_hit=self.judge_meter.take().cache_hits > 0,
+                judge_correct=verdict.correct,
+                judge_raw=verdict.raw,
+                judge_input_tokens=verdict.input_tokens,
+                judge_output_tokens=verdict.output_tokens,
+            )
         if probe.metadata:
             record["probe_metadata"] = dict(probe.metadata)
         return record

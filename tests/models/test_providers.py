@@ -126,3 +126,55 @@ def test_missing_package_or_key_is_one_line(monkeypatch):
         resolve_chat_model("anthropic:claude-x", "reader")
     with pytest.raises(ProviderError, match="unknown provider"):
         resolve_chat_model("acme:model", "reader")
+
+
+def test_a_provider_judge_is_recorded_beside_string_matching(tmp_path, mock):
+    mock.reply = "WRONG"
+    outcome = run(tmp_path, mock, ["buffer"], judge="openai:gpt-4o-mini")
+    probes = read_results(outcome.path).probes
+    assert mock.calls("chat") == len(probes)  # one judge call per probe, nothing else
+    assert (probes["judge_correct"] == False).all()  # noqa: E712 - a Series comparison
+    assert (probes["judge_input_tokens"] == CHAT_USAGE["prompt_tokens"]).all()
+    assert outcome.summary.loc[0, "disagreement_rate"] == probes["correct"].mean()
+    asked = mock.requests[0]["body"]["messages"][0]["content"]
+    assert "CORRECT or WRONG" in asked and probes["question"].iloc[0] in asked
+    assert SECRET not in every_file_text(outcome.path)
+
+
+def test_a_repeated_run_is_served_from_the_cache_with_the_original_usage(tmp_path, mock):
+    common = {
+        "memory_llm": "openai:gpt-4o-mini",
+        "judge": "openai:gpt-4o-mini",
+        "embeddings": "openai:text-embedding-3-small",
+        "cache": tmp_path / "cache",
+    }
+    memories = resolve_memories(["summary", "vector:k=2"])
+    dialogues = load_dialogues(FIXTURES / "dialogues")
+    first = run_benchmark(
+        memories, dialogues, tmp_path / "a", base_url=mock.base_url, progress=False, **common
+    )
+    calls = len(mock.requests)
+    assert calls > 0 and first.failed_cells == 0
+    second = run_benchmark(
+        memories, dialogues, tmp_path / "b", base_url=mock.base_url, progress=False, **common
+    )
+    assert len(mock.requests) == calls  # zero provider calls the second time
+    a, b = read_results(first.path), read_results(second.path)
+    assert not a.turns["memory_cache_hits"].any()
+    # within one run, only a repeated (question, reply) pair is a judge cache hit
+    repeated = a.probes.duplicated(["question", "reply"])
+    assert (a.probes["judge_cache_hit"] == repeated).all()
+    summary_turns = b.turns[b.turns["memory"] == "summary"]
+    assert (summary_turns["memory_cache_hits"] == summary_turns["memory_llm_calls"]).all()
+    assert b.probes["judge_cache_hit"].all()
+    assert (b.turns["memory_input_tokens"] == a.turns["memory_input_tokens"]).all()
+    assert SECRET not in every_file_text(tmp_path / "cache")
+    third = run_benchmark(
+        memories,
+        dialogues,
+        tmp_path / "c",
+        base_url=mock.base_url,
+        progress=False,
+        **{**common, "cache": False},
+    )
+    assert third.failed_cells == 0 and len(mock.requests) > calls  # --no-cache calls again
