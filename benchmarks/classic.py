@@ -18,7 +18,12 @@ from pathlib import Path
 from memory_lab import load_dialogues, resolve_memories, run_benchmark
 from memory_lab.charts import save_charts
 from memory_lab.report import write_report
-from memory_lab.results import format_summary, read_results
+from memory_lab.results import (
+    format_category_table,
+    format_summary,
+    read_results,
+    summarize_by_category,
+)
 
 
 def main() -> int:
@@ -36,10 +41,12 @@ def main() -> int:
         sources=args.dialogues,
     )
     wall = time.perf_counter() - started
-    print(format_summary(outcome.summary, read_results(outcome.path).run))
+    results = read_results(outcome.path)
+    print(format_summary(outcome.summary, results.run))
+    print("\n" + format_category_table(summarize_by_category(results)))
     print(f"\nwall time: {wall:.1f} s (target: under 120 s on 2 cores)")
     print(f"results:   {outcome.path}/run.json, records.jsonl, summary.csv")
-    charts = save_charts(read_results(outcome.path))
+    charts = save_charts(results)
     print(f"charts:    {', '.join(str(p) for p in charts if p.suffix == '.png')} (+ .svg)")
     print(f"report:    {write_report(outcome.path)}")
     return 1 if outcome.failed_cells else 0
