@@ -16,15 +16,13 @@ from importlib import resources
 from typing import Any
 
 import pandas as pd
-from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import BaseMessage
 from langchain_core.prompts import PromptTemplate
-from pydantic import Field
 
+from memory_lab.models.offline_base import OfflineChatModel
 from memory_lab.models.offline_reader import is_abstention
-from memory_lab.models.tokens import count_tokens, token_ids
+from memory_lab.models.tokens import count_tokens
 from memory_lab.normalize import find_any
 
 JUDGE_PROMPT_TEXT = (resources.files("memory_lab") / "data" / "judge_prompt.txt").read_text("utf-8")
@@ -130,7 +128,7 @@ def parse_judge_prompt(prompt: str) -> tuple[str, list[str], str, bool]:
     return question, answers, reply, abstention.lower() == "yes"
 
 
-class OfflineJudge(BaseChatModel):
+class OfflineJudge(OfflineChatModel):
     """A deterministic judge that grades exactly like string matching (see ``scoring.py``).
 
     It exists to exercise the judge path offline (tests, ``--judge offline``), not to grade:
@@ -139,8 +137,6 @@ class OfflineJudge(BaseChatModel):
     construction.
     """
 
-    custom_get_token_ids: Any = Field(default=token_ids, exclude=True)
-
     @property
     def _llm_type(self) -> str:
         return "memory-lab-offline-judge"
@@ -148,6 +144,9 @@ class OfflineJudge(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {"model": "offline-judge"}
+
+    def respond(self, prompt: str) -> str:
+        return self.grade(prompt)
 
     def grade(self, prompt: str) -> str:
         """CORRECT or WRONG for a formatted judge prompt."""
@@ -158,20 +157,6 @@ class OfflineJudge(BaseChatModel):
         else:
             correct = not abstained and find_any(reply, answers) is not None
         return "CORRECT" if correct else "WRONG"
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        prompt = "\n".join(str(m.content) for m in messages)
-        verdict = self.grade(prompt)
-        usage = {"input_tokens": count_tokens(prompt), "output_tokens": count_tokens(verdict)}
-        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
-        message = AIMessage(content=verdict, usage_metadata=usage)
-        return ChatResult(generations=[ChatGeneration(message=message)])
 
 
 def resolve_judge(spec: str, base_url: str | None = None) -> BaseChatModel:

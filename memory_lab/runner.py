@@ -22,7 +22,7 @@ from langchain_classic.base_memory import BaseMemory
 from langchain_core._api import LangChainDeprecationWarning
 from langchain_core.embeddings import Embeddings
 
-from memory_lab.accounting import Meter, MeterCallback
+from memory_lab.accounting import Meter, MeterCallback, Usage
 from memory_lab.dialogue import Dialogue, Turn
 from memory_lab.memories.registry import BuildContext, MemorySpec, build_memory
 from memory_lab.models import resolve_chat_model
@@ -304,15 +304,7 @@ class Cell:
             record["prompt"] = prompt
         self.memory.save_context({INPUT_KEY: ex.user_text}, {OUTPUT_KEY: reply})
         usage = self.memory_meter.take()
-        record.update(
-            memory_llm_calls=usage.llm_calls,
-            memory_cache_hits=usage.cache_hits,
-            memory_input_tokens=usage.input_tokens,
-            memory_output_tokens=usage.output_tokens,
-            embedding_tokens=usage.embedding_tokens,
-            memory_tokens=usage.total,
-            seconds=time.perf_counter() - started,
-        )
+        record.update(_maintenance(usage), seconds=time.perf_counter() - started)
         return record
 
     def replay_exchange(self, ex: Exchange) -> dict[str, Any] | None:
@@ -349,15 +341,7 @@ class Cell:
                 completion_tokens=0,
                 truncated=False,
             )
-        record.update(
-            memory_llm_calls=usage.llm_calls,
-            memory_cache_hits=usage.cache_hits,
-            memory_input_tokens=usage.input_tokens,
-            memory_output_tokens=usage.output_tokens,
-            embedding_tokens=usage.embedding_tokens,
-            memory_tokens=usage.total,
-            seconds=time.perf_counter() - started,
-        )
+        record.update(_maintenance(usage), seconds=time.perf_counter() - started)
         return record
 
     def ask(self, probe, ex: Exchange) -> dict[str, Any]:
@@ -430,6 +414,18 @@ class Cell:
 
     def close(self) -> None:
         self.ctx.close()
+
+
+def _maintenance(usage: Usage) -> dict[str, int]:
+    """Memory-maintenance fields of a turn record: what saving the exchange cost."""
+    return {
+        "memory_llm_calls": usage.llm_calls,
+        "memory_cache_hits": usage.cache_hits,
+        "memory_input_tokens": usage.input_tokens,
+        "memory_output_tokens": usage.output_tokens,
+        "embedding_tokens": usage.embedding_tokens,
+        "memory_tokens": usage.total,
+    }
 
 
 def _memory_section(prompt: str) -> str:

@@ -14,14 +14,10 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field
 
 from memory_lab.models.embeddings import OfflineEmbeddings
-from memory_lab.models.tokens import count_tokens, token_ids
+from memory_lab.models.offline_base import OfflineChatModel
 from memory_lab.normalize import normalize, sentences
 from memory_lab.prompt import split_prompt
 
@@ -139,7 +135,7 @@ def split_sentences(memory: str) -> list[str]:
     return out
 
 
-class OfflineReader(BaseChatModel):
+class OfflineReader(OfflineChatModel):
     """Deterministic extractive answering model for offline benchmark runs."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -150,7 +146,6 @@ class OfflineReader(BaseChatModel):
     recency_weight: float = 0.03
     max_sentences: int = 2
     second_sentence_ratio: float = 0.9
-    custom_get_token_ids: Any = Field(default=token_ids, exclude=True)
 
     @property
     def _llm_type(self) -> str:
@@ -165,6 +160,9 @@ class OfflineReader(BaseChatModel):
             "recency_weight": self.recency_weight,
             "max_sentences": self.max_sentences,
         }
+
+    def respond(self, prompt: str) -> str:
+        return self.answer(prompt)
 
     def answer(self, prompt: str) -> str:
         """The reply to a prompt laid out by the shared template."""
@@ -199,23 +197,6 @@ class OfflineReader(BaseChatModel):
                 chosen.append(item)
         chosen.sort(key=lambda x: x[1])  # keep memory order
         return " ".join(s for _, _, s in chosen)
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        prompt = "\n".join(str(m.content) for m in messages)
-        reply = self.answer(prompt)
-        usage = {
-            "input_tokens": count_tokens(prompt),
-            "output_tokens": count_tokens(reply),
-        }
-        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
-        message = AIMessage(content=reply, usage_metadata=usage)
-        return ChatResult(generations=[ChatGeneration(message=message)])
 
 
 _ABSTAIN_OPENINGS = (

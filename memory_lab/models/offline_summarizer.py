@@ -11,13 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import Field
-
-from memory_lab.models.tokens import count_tokens, token_ids
+from memory_lab.models.offline_base import OfflineChatModel
+from memory_lab.models.tokens import count_tokens
 from memory_lab.normalize import sentences
 
 SUMMARY_MARKER = "Current summary:"
@@ -77,11 +72,10 @@ def informativeness(speaker: str, sentence: str) -> float:
     return score
 
 
-class OfflineSummarizer(BaseChatModel):
+class OfflineSummarizer(OfflineChatModel):
     """Deterministic extractive summarizer with a token budget, for offline benchmark runs."""
 
     budget_tokens: int = 256
-    custom_get_token_ids: Any = Field(default=token_ids, exclude=True)
 
     @property
     def _llm_type(self) -> str:
@@ -90,6 +84,9 @@ class OfflineSummarizer(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {"model": "offline-summarizer", "budget_tokens": self.budget_tokens}
+
+    def respond(self, prompt: str) -> str:
+        return self.summarize(*parse_summary_prompt(prompt))
 
     def summarize(self, previous: str, new_lines: str) -> str:
         """Keep the most informative sentences of previous + new within the budget, in order."""
@@ -107,17 +104,3 @@ class OfflineSummarizer(BaseChatModel):
                 kept.add(i)
                 used += cost
         return "\n".join(f"{items[i][0]}: {items[i][1]}" for i in sorted(kept))
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        prompt = "\n".join(str(m.content) for m in messages)
-        summary = self.summarize(*parse_summary_prompt(prompt))
-        usage = {"input_tokens": count_tokens(prompt), "output_tokens": count_tokens(summary)}
-        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
-        message = AIMessage(content=summary, usage_metadata=usage)
-        return ChatResult(generations=[ChatGeneration(message=message)])
