@@ -43,3 +43,9 @@ def mini_dialogue():
     from memory_lab import load_dialogues
 
     return load_dialogues(FIXTURES / "dialogues" / "mini.yaml")[0]
+
+
+@pytest.fixture(autouse=True)
+def private_call_cache(tmp_path, monkeypatch):
+    """Tests never read or write the user's model-call cache (~/.cache/memory-lab)."""
+    monkeypatch.setenv("MEMORY_LAB_CACHE", str(tmp_path / "call-cache"))
