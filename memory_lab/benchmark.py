@@ -24,6 +24,7 @@ from memory_lab.accounting import load_prices, price_dict
 from memory_lab.dialogue import Dialogue, load_dialogues
 from memory_lab.memories.registry import MemorySpec, memory_factories, parse_memory_spec
 from memory_lab.models import EMBEDDING_MODEL_NAME, TOKENIZER_NAME, model_name, model_params
+from memory_lab.models.providers import check_provider
 from memory_lab.parallel import CellOutcome, run_cell, run_cells_parallel, run_cells_threaded
 from memory_lab.prompt import TEMPLATE
 from memory_lab.results import (
@@ -182,7 +183,8 @@ def run_benchmark(
             raise ValueError(
                 f"no price for {name!r} in the price table (known: {', '.join(prices)})"
             )
-    folder = prepare_out_dir(out)
+    if embeddings != "offline":  # fail before any folder is made, like the chat models below
+        check_provider(embeddings, base_url)
     started = datetime.now(UTC)
     info = {
         "run_id": uuid.uuid4().hex,
@@ -243,6 +245,7 @@ def run_benchmark(
         "python": sys.version.split()[0],
         "platform": platform.platform(),
     }
+    folder = prepare_out_dir(out)
     settings = {
         "llm": llm,
         "memory_llm": memory_llm,

@@ -63,6 +63,12 @@ def base_url_for(provider: str, base_url: str | None) -> str | None:
     return os.environ.get("OPENAI_BASE_URL") if provider == "openai" else None
 
 
+def check_provider(spec: str, base_url: str | None = None) -> None:
+    """Raise ProviderError now if ``spec`` could not be served (package or key missing)."""
+    provider, _ = split_model(spec)
+    _check_ready(provider, base_url_for(provider, base_url))
+
+
 def _count_with_offline_tokenizer(model: Any) -> Any:
     """Make ``model`` count tokens with the bundled tokenizer (no downloads, never raises)."""
     object.__setattr__(model, "custom_get_token_ids", token_ids)
