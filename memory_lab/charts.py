@@ -22,19 +22,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.text import Text
 
+from memory_lab.dialogue import CATEGORIES
 from memory_lab.results import Results, summarize
 
 CHARTS_DIR = "charts"
-CATEGORIES = (
-    "single-hop",
-    "multi-hop",
-    "temporal",
-    "update",
-    "long-range",
-    "preference",
-    "abstention",
-    "inference",
-)
 # Latin glyphs from DejaVu, Hangul (and other CJK) from the first CJK font found.
 FONT_FAMILY = [
     "DejaVu Sans",
