@@ -16,13 +16,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from tqdm import tqdm
 
 from memory_lab.accounting import load_prices, price_dict
-from memory_lab.dialogue import Dialogue, load_dialogues
-from memory_lab.memories.registry import MemorySpec, memory_factories, parse_memory_spec
+from memory_lab.config import ConfigError, RunConfig
+from memory_lab.dialogue import Dialogue
+from memory_lab.memories.registry import (
+    MemorySpec,
+    factory_for,
+    memory_factories,
+    parse_memory_spec,
+    spec_from_json,
+)
 from memory_lab.models import EMBEDDING_MODEL_NAME, TOKENIZER_NAME, model_name, model_params
 from memory_lab.models.providers import check_provider
 from memory_lab.parallel import CellOutcome, run_cell, run_cells_parallel, run_cells_threaded
@@ -38,7 +46,8 @@ from memory_lab.results import (
     summarize_by_category,
     write_run_info,
 )
-from memory_lab.runner import MODES, RunModels, exchanges
+from memory_lab.runner import RunModels, exchanges
+from memory_lab.sources import BUILTIN_PREFIX, load_dialogues
 
 PACKAGES = (
     "memory-lab",
@@ -114,86 +123,90 @@ def prepare_out_dir(out: str | Path) -> Path:
     return folder
 
 
+def absolute_source(source: str) -> str:
+    """A dialogue source that means the same from any working directory."""
+    from memory_lab.importers import parse_source
+
+    if source.startswith(BUILTIN_PREFIX):
+        return source
+    foreign = parse_source(source)
+    if foreign is not None:
+        fmt, path, _ = foreign
+        rest = source.partition(":")[2]
+        options = rest.partition("#")[2]
+        return f"{fmt}:{path.resolve()}" + (f"#{options}" if options else "")
+    return str(Path(source).resolve())
+
+
+def memory_roles(memories: list[MemorySpec]) -> list[str]:
+    """Every memory model role the run's memories use: ``memory`` plus any they declare."""
+    roles = ["memory"]
+    for spec in memories:
+        roles += factory_for(spec.name, spec.source).roles
+    return list(dict.fromkeys(roles))
+
+
 def run_benchmark(
     memories: list[MemorySpec],
     dialogues: list[Dialogue],
     out: str | Path,
+    config: RunConfig | None = None,
     *,
-    llm: str = "offline",
-    memory_llm: str = "offline",
-    embeddings: str = "offline",
-    base_url: str | None = None,
     sources: list[str] | None = None,
-    price_model: str | None = None,
-    embedding_price_model: str | None = None,
-    prices_file: str | Path | None = None,
-    record_prompts: bool = True,
-    context_limit: int | None = None,
-    jobs: int = 1,
-    concurrency: int = 1,
-    mode: str = "replay",
-    dry_run: bool = False,
-    judge: str | None = None,
-    cache: bool | str | Path = True,
+    resources: dict[str, str] | None = None,
     progress: bool = True,
+    **settings: Any,
 ) -> RunOutcome:
     """Replay every dialogue through every memory; write records, run.json and summary.csv.
 
-    A cell that raises is recorded as failed with its error and the run goes on. ``jobs`` > 1
-    runs cells in that many processes (memories must be registered by ``memory_lab`` itself, as
-    workers import it afresh); records are the same as with one job apart from timings.
-    ``context_limit`` caps every prompt at that many tokens by dropping the oldest memory text.
-    ``concurrency`` > 1 runs that many cells at once in threads (for API-bound runs).
-    ``cache`` (default on; a folder, or False) puts every real provider call behind the on-disk
-    call cache, so a repeated run makes no provider calls; offline models are never cached.
-    ``dry_run`` replays with the offline stand-ins, calling no provider, and prices the tokens
-    as the requested models: an estimate to read before a paid run.
+    ``config`` (or the same settings as keywords, e.g. ``llm="openai:gpt-4o-mini"``, ``jobs=2``)
+    holds everything that shapes the numbers; see ``RunConfig``. ``resources`` are run-wide
+    named resources for memories (a database URL): used, never written to any file. A cell
+    that raises is recorded as failed with its error and the run goes on. ``jobs`` > 1 runs
+    cells in processes (memories must be built in or named ``module:factory``); records are the
+    same as with one job apart from timings. ``dry_run`` replays with the offline stand-ins,
+    calling no provider, and prices the tokens as the requested models.
     """
-    if jobs < 1 or concurrency < 1:
-        raise ValueError("jobs and concurrency must be at least 1")
-    if jobs > 1 and concurrency > 1:
-        raise ValueError("use --jobs (CPU-bound, processes) or --concurrency (API-bound), not both")
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    if context_limit is not None and context_limit < 1:
-        raise ValueError("context limit must be a positive number of tokens")
+    config = config or RunConfig(**settings)
     if not memories:
         raise ValueError("no memories to run")
     if not dialogues:
         raise ValueError("no dialogues to run")
-    prices = load_prices(prices_file)
+    prices = load_prices(config.prices_file)
     # price real models by their own entry when the table has one, offline runs as gpt-4o-mini
-    if price_model is None:
-        name = llm.partition(":")[2]
-        price_model = name if name in prices else DEFAULT_PRICE_MODEL
-    if embedding_price_model is None:
-        name = embeddings.partition(":")[2]
-        embedding_price_model = name if name in prices else DEFAULT_EMBEDDING_PRICE_MODEL
-    requested = {"llm": llm, "memory_llm": memory_llm, "embeddings": embeddings}
-    if dry_run:
-        llm = memory_llm = embeddings = "offline"
-    uses_provider = any(m not in (None, "offline") for m in (llm, memory_llm, embeddings, judge))
-    cache_dir = None
-    if cache is not False and uses_provider:
-        from memory_lab.cache import default_cache_dir
-
-        cache_dir = str(default_cache_dir() if cache is True else Path(cache))
-    for name in (price_model, embedding_price_model):
+    if config.price_model is None:
+        name = config.llm.partition(":")[2]
+        config = config.replace(price_model=name if name in prices else DEFAULT_PRICE_MODEL)
+    if config.embedding_price_model is None:
+        name = config.embeddings.partition(":")[2]
+        config = config.replace(
+            embedding_price_model=name if name in prices else DEFAULT_EMBEDDING_PRICE_MODEL
+        )
+    for name in (config.price_model, config.embedding_price_model):
         if name not in prices:
-            raise ValueError(
+            raise ConfigError(
                 f"no price for {name!r} in the price table (known: {', '.join(prices)})"
             )
-    if embeddings != "offline":  # fail before any folder is made, like the chat models below
-        check_provider(embeddings, base_url)
+    effective = config.offline_stand_ins() if config.dry_run else config
+    cache_dir = None
+    if config.cache is not False and effective.uses_provider():
+        from memory_lab.cache import default_cache_dir
+
+        cache_dir = str(default_cache_dir() if config.cache is True else Path(config.cache))
+    if effective.embeddings != "offline":  # fail before any folder is made, like chat models
+        check_provider(effective.embeddings, effective.base_url)
+    roles = memory_roles(memories)
+    base_url = effective.base_url
     started = datetime.now(UTC)
     info = {
         "run_id": uuid.uuid4().hex,
         "started": started.isoformat(),
         "status": "running",
         "argv": sys.argv,
+        "config": config.to_json(),
         "memories": [m.label for m in memories],
-        "memory_specs": [{"label": m.label, "name": m.name, "params": m.params} for m in memories],
-        "dialogue_sources": sources or [],
+        "memory_specs": [m.to_json() for m in memories],
+        "dialogue_sources": [absolute_source(str(x)) for x in sources or []],
         "dialogues": [
             {
                 "id": d.id,
@@ -205,40 +218,56 @@ def run_benchmark(
             }
             for d in dialogues
         ],
+        "resources": sorted(resources or {}),  # names only: values are never written
         "models": {
-            "llm": llm,
-            "llm_model": model_name(llm, "reader"),
-            "llm_params": model_params(llm, "reader", base_url),
-            "memory_llm": memory_llm,
-            "memory_llm_model": model_name(memory_llm, "memory"),
-            "memory_llm_params": model_params(memory_llm, "memory", base_url),
-            "embeddings": embeddings,
-            "embeddings_model": EMBEDDING_MODEL_NAME if embeddings == "offline" else embeddings,
-            "reader_embeddings": EMBEDDING_MODEL_NAME if llm == "offline" else None,
+            "llm": effective.llm,
+            "llm_model": model_name(effective.llm, "reader"),
+            "llm_params": model_params(effective.llm, "reader", base_url),
+            "memory_llm": effective.memory_llm,
+            "memory_llm_model": model_name(effective.memory_llm, "memory"),
+            "memory_llm_params": model_params(effective.memory_llm, "memory", base_url),
+            "roles": {
+                role: {
+                    "spec": effective.role_spec(role),
+                    "model": model_name(effective.role_spec(role), role),
+                }
+                for role in roles
+            },
+            "embeddings": effective.embeddings,
+            "embeddings_model": EMBEDDING_MODEL_NAME
+            if effective.embeddings == "offline"
+            else effective.embeddings,
+            "reader_embeddings": EMBEDDING_MODEL_NAME if effective.llm == "offline" else None,
             "base_url": base_url,
             "tokenizer": TOKENIZER_NAME,
         },
         "prompt_template": TEMPLATE,
-        "mode": mode,
+        "mode": config.mode,
         "cache_dir": cache_dir,
         "judge": None
-        if judge is None
+        if config.judge is None
         else {
-            "model": judge,
-            "params": model_params_judge(judge, base_url),
+            "model": config.judge,
+            "params": model_params_judge(config.judge, base_url),
             "prompt_version": judge_prompt_version(),
             "prompt_file": "memory_lab/data/judge_prompt.txt",
         },
-        "concurrency": concurrency,
-        "dry_run": requested if dry_run else None,
-        "context_limit": context_limit,
-        "jobs": jobs,
+        "concurrency": config.concurrency,
+        "dry_run": {
+            "llm": config.llm,
+            "memory_llm": config.memory_llm,
+            "embeddings": config.embeddings,
+        }
+        if config.dry_run
+        else None,
+        "context_limit": config.context_limit,
+        "jobs": config.jobs,
         "pricing": {
-            "llm_model": price_model,
-            "embeddings_model": embedding_price_model,
-            "llm": price_dict(prices[price_model]),
-            "embeddings": price_dict(prices[embedding_price_model]),
-            "source": str(prices_file) if prices_file else "memory_lab/data/prices.json",
+            "llm_model": config.price_model,
+            "embeddings_model": config.embedding_price_model,
+            "llm": price_dict(prices[config.price_model]),
+            "embeddings": price_dict(prices[config.embedding_price_model]),
+            "source": str(config.prices_file or "memory_lab/data/prices.json"),
             "note": "estimate: offline tokens priced as if billed at these rates",
         },
         "packages": package_versions(),
@@ -246,39 +275,57 @@ def run_benchmark(
         "platform": platform.platform(),
     }
     folder = prepare_out_dir(out)
-    settings = {
-        "llm": llm,
-        "memory_llm": memory_llm,
-        "record_prompts": record_prompts,
-        "context_limit": context_limit,
-        "embeddings_model": embeddings,
-        "base_url": base_url,
-        "mode": mode,
-        "judge": judge,
-        "cache_dir": cache_dir,
-    }
-    info["settings"] = settings
     write_run_info(folder, info)
+    models = RunModels.create(
+        effective, cache_dir=cache_dir, resources=resources, work_dir=str(folder.resolve())
+    )
     cells = [(m, d) for m in memories for d in dialogues]
-    return _execute(folder, info, cells, settings, jobs, concurrency, progress)
+    return _execute(folder, info, cells, models, progress)
+
+
+def read_run_info(folder: Path) -> dict[str, Any]:
+    """``run.json`` of a results folder; a clear error naming the file when it is unusable."""
+    run_file = folder / "run.json"
+    if not run_file.exists():
+        raise FileNotFoundError(f"{folder}: no run.json to resume")
+    try:
+        info = json.loads(run_file.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{run_file}: cannot be read as JSON ({exc}); cannot resume") from None
+    if not isinstance(info, dict):
+        raise ValueError(f"{run_file}: must hold an object, got {type(info).__name__}")
+    for key in ("config", "memory_specs", "dialogue_sources", "dialogues"):
+        if key not in info:
+            raise ValueError(f"{run_file}: lacks the field {key!r}; cannot resume")
+    if not info["dialogue_sources"]:
+        raise ValueError(f"{run_file}: records no dialogue sources; cannot resume")
+    return info
 
 
 def resume_benchmark(
-    out: str | Path, *, jobs: int = 1, concurrency: int = 1, progress: bool = True
+    out: str | Path,
+    *,
+    jobs: int | None = None,
+    concurrency: int | None = None,
+    resources: dict[str, str] | None = None,
+    progress: bool = True,
 ) -> RunOutcome:
     """Continue an interrupted run in ``out``: finished cells are kept, the rest are redone.
 
     Records of cells that did not finish (or failed) are removed first, so nothing is lost or
-    duplicated; the memories, dialogues and models come from the folder's ``run.json``.
+    duplicated. Memories are rebuilt from their recorded parameters (never today's defaults),
+    dialogues from their recorded absolute sources (checked against their content hashes), and
+    models from the recorded config; only ``jobs``/``concurrency`` may change, and
+    ``resources`` must be given again (they are never written).
     """
     folder = Path(out)
-    run_file = folder / "run.json"
-    if not run_file.exists():
-        raise FileNotFoundError(f"{folder}: no run.json to resume")
-    info = json.loads(run_file.read_text("utf-8"))
-    if not info.get("dialogue_sources") or "settings" not in info:
-        raise ValueError(f"{folder}: run.json lacks dialogue sources or settings; cannot resume")
-    memories = [parse_memory_spec(m["label"]) for m in info["memory_specs"]]
+    info = read_run_info(folder)
+    where = str(folder / "run.json")
+    config = RunConfig.from_json(info["config"], where)
+    changes = {k: v for k, v in (("jobs", jobs), ("concurrency", concurrency)) if v is not None}
+    if changes:
+        config = config.replace(**{"jobs": 1, "concurrency": 1, **changes})
+    memories = [spec_from_json(m) for m in info["memory_specs"]]
     dialogues = load_dialogues(*info["dialogue_sources"])
     recorded = {d["id"]: d["sha256"] for d in info["dialogues"]}
     current = {d.id: d.content_hash for d in dialogues}
@@ -287,6 +334,12 @@ def resume_benchmark(
             k for k in recorded.keys() | current.keys() if recorded.get(k) != current.get(k)
         )
         raise ValueError(f"{folder}: dialogues changed since the run started: {', '.join(changed)}")
+    missing = sorted(set(info.get("resources", [])) - set(resources or {}))
+    if missing:
+        raise ValueError(
+            f"{folder}: the run used resource(s) {', '.join(missing)}; pass them again with "
+            "--resource NAME=VALUE (they are never written to run.json)"
+        )
     records = read_records(folder) if (folder / RECORDS_FILE).exists() else []
     done = {
         (r["memory"], r["dialogue"]) for r in records if r["type"] == "cell" and r["status"] == "ok"
@@ -304,19 +357,25 @@ def resume_benchmark(
     info.pop("errors", None)
     if progress:
         print(f"resuming {folder}: {len(done)} cell(s) kept, {len(cells)} to run", file=sys.stderr)
-    return _execute(folder, info, cells, info["settings"], jobs, concurrency, progress)
+    effective = config.offline_stand_ins() if config.dry_run else config
+    models = RunModels.create(
+        effective,
+        cache_dir=info.get("cache_dir"),
+        resources=resources,
+        work_dir=str(folder.resolve()),
+    )
+    return _execute(folder, info, cells, models, progress)
 
 
 def _execute(
     folder: Path,
     info: dict,
     cells: list[tuple[MemorySpec, Dialogue]],
-    settings: dict,
-    jobs: int,
-    concurrency: int,
+    models: RunModels,
     progress: bool,
 ) -> RunOutcome:
     """Run ``cells`` appending to the folder's records, then write the summaries."""
+    jobs, concurrency = models.config.jobs, models.config.concurrency
     info["status"] = "running"
     write_run_info(folder, info)
     writer = RecordWriter(folder / RECORDS_FILE)
@@ -329,7 +388,7 @@ def _execute(
             bar.set_description(f"{len(cells)} cells on {jobs} processes")
             outcomes = run_cells_parallel(
                 cells,
-                settings,
+                models,
                 jobs,
                 folder / "parts",
                 writer.write,
@@ -339,14 +398,13 @@ def _execute(
             bar.set_description(f"{len(cells)} cells, {concurrency} at a time")
             outcomes = run_cells_threaded(
                 cells,
-                RunModels.create(**settings),
+                models,
                 concurrency,
                 folder / "parts",
                 writer.write,
                 on_cell=lambda i: bar.update(sizes[i]),
             )
         else:
-            models = RunModels.create(**settings)
 
             def sequential() -> Iterator[CellOutcome]:
                 for n, (spec, dialogue) in enumerate(cells, 1):

@@ -7,19 +7,26 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from memory_lab.dialogue import DialogueError, validate
+from memory_lab.config import RunConfig
+from memory_lab.dialogue import DialogueError
+from memory_lab.sources import validate
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from memory_lab.dialogue import builtin_suites
     from memory_lab.memories import memory_factories
+    from memory_lab.sources import builtin_suites
 
     print("Memories (use as NAME or NAME:param=value,param=value):")
     for factory in memory_factories().values():
         print(f"\n  {factory.name}\n      {factory.description}")
         for p in factory.params:
             helptext = f"  - {p.help}" if p.help else ""
-            print(f"      {p.name}: {p.type.__name__} = {p.default!r}{helptext}")
+            bounds = "".join(
+                f" ({word} {v:g})" for word, v in (("min", p.min), ("max", p.max)) if v is not None
+            )
+            print(f"      {p.name}: {p.type_name} = {p.default!r}{bounds}{helptext}")
+        if factory.roles:
+            print(f"      model roles: {', '.join(factory.roles)}")
         if not factory.params:
             print("      (no parameters)")
     print("\nBuilt-in dialogue suites: " + ", ".join(f"builtin:{s}" for s in builtin_suites()))
@@ -57,15 +64,53 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pairs(items: list[str], option: str) -> dict[str, str]:
+    """``NAME=VALUE`` items of a repeatable option as a dict (ValueError naming the option)."""
+    out = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise ValueError(f"{option} expects NAME=VALUE, got {item!r}")
+        out[name.strip()] = value
+    return out
+
+
+def run_config(args: argparse.Namespace) -> RunConfig:
+    """The RunConfig the ``run`` options describe."""
+    return RunConfig(
+        llm=args.llm,
+        memory_llm=args.memory_llm,
+        roles=_pairs(args.model, "--model"),
+        embeddings=args.embeddings,
+        judge=args.judge,
+        base_url=args.base_url,
+        mode=args.mode,
+        record_prompts=not args.no_prompts,
+        context_limit=args.context_limit,
+        jobs=args.jobs,
+        concurrency=args.concurrency,
+        price_model=args.price_model,
+        prices_file=str(args.prices) if args.prices else None,
+        cache=False if args.no_cache else (str(args.cache_dir) if args.cache_dir else True),
+        dry_run=args.dry_run,
+    )
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from memory_lab.benchmark import resolve_memories, resume_benchmark, run_benchmark
-    from memory_lab.dialogue import load_dialogues
+    from memory_lab.sources import load_dialogues
 
+    resources = _pairs(args.resource, "--resource")
     if args.resume:
         outcome = resume_benchmark(
-            args.resume, jobs=args.jobs, concurrency=args.concurrency, progress=not args.quiet
+            args.resume,
+            jobs=args.jobs if args.jobs != 1 else None,
+            concurrency=args.concurrency if args.concurrency != 1 else None,
+            resources=resources,
+            progress=not args.quiet,
         )
         return _report_run(outcome)
+    config = run_config(args)
     memories = resolve_memories(args.memory)
     dialogues = load_dialogues(*args.dialogues)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -74,21 +119,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         memories,
         dialogues,
         out,
-        llm=args.llm,
-        memory_llm=args.memory_llm,
-        embeddings=args.embeddings,
-        base_url=args.base_url,
+        config,
         sources=list(args.dialogues),
-        price_model=args.price_model,
-        prices_file=args.prices,
-        record_prompts=not args.no_prompts,
-        context_limit=args.context_limit,
-        jobs=args.jobs,
-        concurrency=args.concurrency,
-        mode=args.mode,
-        dry_run=args.dry_run,
-        judge=args.judge,
-        cache=False if args.no_cache else (args.cache_dir or True),
+        resources=resources,
         progress=not args.quiet,
     )
     return _report_run(outcome)
@@ -166,7 +199,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--memory-llm", default="offline", help="LLM inside summary memories (default: offline)"
     )
     run.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="ROLE=MODEL",
+        help="model for a memory model role a memory declares, e.g. extractor=openai:gpt-4o-mini "
+        "(default: the --memory-llm model)",
+    )
+    run.add_argument(
         "--embeddings", default="offline", help="embeddings for vector memories (default: offline)"
+    )
+    run.add_argument(
+        "--resource",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a run-wide resource for memories, e.g. postgres=postgresql://... (or set "
+        "MEMORY_LAB_NAME); used, never written to any file",
     )
     run.add_argument(
         "--base-url", help="OpenAI-compatible server for openai: models (or set OPENAI_BASE_URL)"

@@ -11,11 +11,19 @@ from dataclasses import dataclass
 from difflib import get_close_matches
 from pathlib import Path
 
-from memory_lab.dialogue import Dialogue, builtin_suites, load_dialogues
+from memory_lab.dialogue import Dialogue
+from memory_lab.memories.protocol import Exchange
 from memory_lab.memories.registry import MemorySpec, parse_memory_spec
 from memory_lab.models.tokens import count_tokens
 from memory_lab.prompt import INPUT_KEY, render_prompt
-from memory_lab.runner import Cell, Exchange, RunModels, exchanges, quiet_classic_deprecations
+from memory_lab.runner import (
+    Cell,
+    RunModels,
+    exchanges,
+    quiet_classic_deprecations,
+    session_ends,
+)
+from memory_lab.sources import builtin_suites, load_dialogues
 
 # Lines that start a new part of a context: a buffered exchange, a retrieved vector snippet
 # (``input: ...`` / ``response: ...`` documents) or the summary of a summary-buffer memory.
@@ -39,6 +47,7 @@ class MemoryView:
     memory_tokens: int
     summary: str | None
     parts: tuple[str, ...]
+    snapshot: dict
 
     @property
     def moment(self) -> str:
@@ -148,16 +157,6 @@ def _find_exchange(dialogue: Dialogue, at_turn: str) -> Exchange:
     )
 
 
-def _summary_of(memory: object) -> str | None:
-    from langchain_classic.memory import ConversationSummaryBufferMemory, ConversationSummaryMemory
-
-    if isinstance(memory, ConversationSummaryBufferMemory):
-        return memory.moving_summary_buffer
-    if isinstance(memory, ConversationSummaryMemory):
-        return memory.buffer
-    return None
-
-
 def inspect_memory(
     memory_spec: str | MemorySpec,
     dialogue: Dialogue | str,
@@ -185,13 +184,16 @@ def inspect_memory(
         cell = Cell(spec, dialogue, models)
         try:
             spent = 0
-            for ex in exchanges(dialogue)[: target.index + (query is not None)]:
-                record = cell.replay_exchange(ex)
-                spent += record["memory_tokens"] if record else 0
-            user_input = target.user_text if query is None else query
+            exs = exchanges(dialogue)
+            ends = session_ends(dialogue, exs)
+            for ex in exs[: target.index + (query is not None)]:
+                spent += cell.replay_exchange(ex, ends[ex.index])[0].memory_tokens
+            cell.at(target)
+            user_input = target.user if query is None else query
             context = cell.memory_context(user_input)
-            spent += cell.memory_meter.take().total
-            summary = _summary_of(cell.memory)
+            spent += cell.maintenance()[0].total
+            snapshot = cell.snapshot()
+            summary = snapshot.get("summary")
         finally:
             cell.close()
     prompt = render_prompt(context, user_input)
@@ -209,4 +211,5 @@ def inspect_memory(
         memory_tokens=spent,
         summary=summary,
         parts=split_context(context, summary),
+        snapshot=snapshot,
     )

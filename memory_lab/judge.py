@@ -8,22 +8,20 @@ WRONG. ``JUDGE_PROMPT_VERSION`` identifies the prompt text in a run's records.
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-import pandas as pd
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.prompts import PromptTemplate
 
 from memory_lab.models.offline_base import OfflineChatModel
-from memory_lab.models.offline_reader import is_abstention
 from memory_lab.models.tokens import count_tokens
 from memory_lab.normalize import find_any
+from memory_lab.scoring import is_abstention
 
 JUDGE_PROMPT_TEXT = (resources.files("memory_lab") / "data" / "judge_prompt.txt").read_text("utf-8")
 JUDGE_PROMPT = PromptTemplate.from_template(JUDGE_PROMPT_TEXT)
@@ -166,40 +164,3 @@ def resolve_judge(spec: str, base_url: str | None = None) -> BaseChatModel:
     from memory_lab.models.providers import provider_chat_model
 
     return provider_chat_model(spec, base_url=base_url)
-
-
-def judge_summary(probes: pd.DataFrame) -> pd.DataFrame:
-    """Per memory: judge and string-match accuracy, their disagreement rate and verdict counts.
-
-    ``string_accuracy`` is over all probes (the run's recall); ``judge_accuracy`` and
-    ``disagreement_rate`` are over judged probes only (unparseable verdicts are counted apart).
-    """
-    rows = []
-    for memory, group in probes.groupby("memory", sort=False):
-        verdicts = group["judge_correct"]
-        judged_mask = verdicts.map(lambda v: v is not None and not pd.isna(v)).astype(bool)
-        judged = group[judged_mask]
-        judge = judged["judge_correct"].astype(bool)
-        string = judged["correct"].astype(bool)
-        n = len(judged)
-        rows.append(
-            {
-                "memory": memory,
-                "probes": len(group),
-                "judged": n,
-                "unparseable": len(group) - n,
-                "judge_accuracy": float(judge.mean()) if n else math.nan,
-                "string_accuracy": float(group["correct"].astype(bool).mean()),
-                "disagreement_rate": float((judge != string).mean()) if n else math.nan,
-            }
-        )
-    columns = [
-        "memory",
-        "probes",
-        "judged",
-        "unparseable",
-        "judge_accuracy",
-        "string_accuracy",
-        "disagreement_rate",
-    ]
-    return pd.DataFrame(rows, columns=columns)

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memory_lab.config import RunConfig
 from memory_lab.dialogue import Dialogue
 from memory_lab.memories.registry import MemorySpec
+from memory_lab.records import CellRecord
 from memory_lab.results import RecordWriter
 from memory_lab.runner import RunModels, replay_dialogue
 
@@ -47,15 +49,14 @@ def run_cell(
         replay_dialogue(spec, dialogue, models, write, on_exchange=on_exchange)
     except Exception as exc:  # noqa: BLE001 - a failed cell is recorded, the run goes on
         status, error, tb = "failed", f"{type(exc).__name__}: {exc}", traceback.format_exc()
-    record = {
-        "type": "cell",
-        "memory": spec.label,
-        "memory_name": spec.name,
-        "dialogue": dialogue.id,
-        "status": status,
-        "error": error,
-        "seconds": time.perf_counter() - started,
-    }
+    record = CellRecord(
+        memory=spec.label,
+        memory_name=spec.name,
+        dialogue=dialogue.id,
+        status=status,
+        error=error,
+        seconds=time.perf_counter() - started,
+    ).to_dict()
     write(record)
     return CellOutcome(record, tb)
 
@@ -63,12 +64,17 @@ def run_cell(
 _WORKER_MODELS: RunModels | None = None
 
 
-def _init_worker(settings: dict[str, Any], threads: int) -> None:
+def _init_worker(runtime: dict[str, Any], threads: int) -> None:
     global _WORKER_MODELS
     import torch
 
     torch.set_num_threads(threads)  # jobs x threads stays within the machine's cores
-    _WORKER_MODELS = RunModels.create(**settings)
+    _WORKER_MODELS = RunModels.create(
+        RunConfig.from_json(runtime["config"]),
+        cache_dir=runtime["cache_dir"],
+        resources=runtime["resources"],
+        work_dir=runtime["work_dir"],
+    )
 
 
 def _worker(spec: MemorySpec, dialogue: Dialogue, part: str) -> CellOutcome:
@@ -105,19 +111,29 @@ def _in_cell_order(
 
 def run_cells_parallel(
     cells: list[tuple[MemorySpec, Dialogue]],
-    settings: dict[str, Any],
+    models: RunModels,
     jobs: int,
     parts_dir: Path,
     write: Callable[[dict[str, Any]], None],
     on_cell: Callable[[int], None],
 ) -> Iterator[CellOutcome]:
-    """Run cells in ``jobs`` processes (CPU-bound runs); records are written in cell order."""
+    """Run cells in ``jobs`` processes (CPU-bound runs); records are written in cell order.
+
+    Workers rebuild ``models`` from its config (resources are handed over in memory, never
+    written); memories named ``module:factory`` are imported there by their spec's source.
+    """
+    runtime = {
+        "config": models.config.to_json(),
+        "cache_dir": models.cache_dir,
+        "resources": dict(models.resources),
+        "work_dir": models.work_dir,
+    }
     parts_dir.mkdir(exist_ok=True)
     threads = max(1, (os.cpu_count() or 1) // jobs)
     # spawn, not fork: the parent may hold torch/OpenMP threads that a forked child would inherit
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(
-        jobs, mp_context=ctx, initializer=_init_worker, initargs=(settings, threads)
+        jobs, mp_context=ctx, initializer=_init_worker, initargs=(runtime, threads)
     ) as pool:
         futures = {
             pool.submit(_worker, spec, dialogue, str(parts_dir / f"cell-{i:05d}.jsonl")): i

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from memory_lab.accounting import Price
+from memory_lab.records import RECORD_TYPES
 from memory_lab.scoring import wilson_interval
 
 RUN_FILE = "run.json"
@@ -49,56 +50,6 @@ def write_run_info(folder: Path, info: dict[str, Any]) -> None:
     tmp.replace(folder / RUN_FILE)
 
 
-_EMPTY_COLUMNS = {
-    "turn": [
-        "memory",
-        "memory_name",
-        "dialogue",
-        "language",
-        "session",
-        "turn_id",
-        "exchange",
-        "prompt_tokens",
-        "context_tokens",
-        "completion_tokens",
-        "truncated",
-        "memory_llm_calls",
-        "memory_input_tokens",
-        "memory_output_tokens",
-        "embedding_tokens",
-        "memory_tokens",
-        "seconds",
-    ],
-    "probe": [
-        "memory",
-        "memory_name",
-        "dialogue",
-        "language",
-        "probe_id",
-        "category",
-        "after",
-        "exchange",
-        "question",
-        "answers",
-        "stale_answers",
-        "derived",
-        "reply",
-        "correct",
-        "context_hit",
-        "stale",
-        "abstained",
-        "prompt_tokens",
-        "completion_tokens",
-        "context_tokens",
-        "truncated",
-        "memory_tokens",
-        "embedding_tokens",
-        "seconds",
-    ],
-    "cell": ["memory", "memory_name", "dialogue", "status", "error", "seconds"],
-}
-
-
 @dataclass
 class Results:
     """A results folder read back: run parameters and tidy frames."""
@@ -108,6 +59,7 @@ class Results:
     turns: pd.DataFrame
     probes: pd.DataFrame
     cells: pd.DataFrame
+    usage: pd.DataFrame
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
@@ -130,17 +82,40 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
 
 
 def read_results(path: str | Path) -> Results:
-    """Read a results folder into DataFrames: ``turns``, ``probes`` and ``cells``."""
+    """Read a results folder into DataFrames: ``turns``, ``probes``, ``cells`` and ``usage``.
+
+    Columns are the fields of the typed records (``memory_lab.records``), the same whether or
+    not any cell failed, plus one ``param_<name>`` column per memory parameter beside the
+    ``memory`` label (from ``run.json``).
+    """
     folder = Path(path)
     run_file = folder / RUN_FILE
     run = json.loads(run_file.read_text("utf-8")) if run_file.exists() else {}
     records = read_records(folder)
+    params = _memory_params(run)
     frames = {}
-    for kind in ("turn", "probe", "cell"):
+    for kind, record_type in RECORD_TYPES.items():
+        columns = record_type.columns()
         rows = [{k: v for k, v in r.items() if k != "type"} for r in records if r["type"] == kind]
-        # a run whose cells all failed still has frames with the usual columns
-        frames[kind] = pd.DataFrame(rows) if rows else pd.DataFrame(columns=_EMPTY_COLUMNS[kind])
-    return Results(folder, run, frames["turn"], frames["probe"], frames["cell"])
+        frame = pd.DataFrame(rows)
+        extra = [c for c in frame.columns if c not in columns]  # fields of a newer version
+        frame = frame.reindex(columns=columns + extra)
+        for name in params:
+            frame[f"param_{name}"] = [
+                params[name].get(m) for m in frame["memory"]
+            ] if len(frame) else pd.Series(dtype=object)
+        frames[kind] = frame
+    return Results(folder, run, frames["turn"], frames["probe"], frames["cell"], frames["usage"])
+
+
+def _memory_params(run: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """parameter name -> {memory label -> value} for every memory of the run."""
+    out: dict[str, dict[str, Any]] = {}
+    for spec in run.get("memory_specs") or []:
+        for name, value in (spec.get("params") or {}).items():
+            shown = "+".join(map(str, value)) if isinstance(value, list) else value
+            out.setdefault(name, {})[spec.get("label")] = shown
+    return out
 
 
 def _rate(values: pd.Series) -> float:
@@ -212,9 +187,7 @@ def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.Da
             }
         )
     summary = pd.DataFrame(rows)
-    if "judge_correct" in probes.columns and len(summary):
-        from memory_lab.judge import judge_summary
-
+    if len(summary) and probes["judge_correct"].notna().any():
         judged = judge_summary(probes)[["memory", "judge_accuracy", "disagreement_rate"]]
         summary = summary.merge(judged, on="memory", how="left")
     return summary
@@ -309,3 +282,40 @@ def format_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> 
             f"embedded tokens as {pr['embeddings_model']} (memory_lab/data/prices.json)."
         )
     return "\n".join(lines)
+
+
+def judge_summary(probes: pd.DataFrame) -> pd.DataFrame:
+    """Per memory: judge and string-match accuracy, their disagreement rate and verdict counts.
+
+    ``string_accuracy`` is over all probes (the run's recall); ``judge_accuracy`` and
+    ``disagreement_rate`` are over judged probes only (unparseable verdicts are counted apart).
+    """
+    rows = []
+    for memory, group in probes.groupby("memory", sort=False):
+        verdicts = group["judge_correct"]
+        judged_mask = verdicts.map(lambda v: v is not None and not pd.isna(v)).astype(bool)
+        judged = group[judged_mask]
+        judge = judged["judge_correct"].astype(bool)
+        string = judged["correct"].astype(bool)
+        n = len(judged)
+        rows.append(
+            {
+                "memory": memory,
+                "probes": len(group),
+                "judged": n,
+                "unparseable": len(group) - n,
+                "judge_accuracy": float(judge.mean()) if n else math.nan,
+                "string_accuracy": float(group["correct"].astype(bool).mean()),
+                "disagreement_rate": float((judge != string).mean()) if n else math.nan,
+            }
+        )
+    columns = [
+        "memory",
+        "probes",
+        "judged",
+        "unparseable",
+        "judge_accuracy",
+        "string_accuracy",
+        "disagreement_rate",
+    ]
+    return pd.DataFrame(rows, columns=columns)

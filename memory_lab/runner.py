@@ -1,10 +1,12 @@
 """Replay one dialogue through one memory (DESIGN.md section 4) and emit records as they happen.
 
 Every cell gets a fresh memory and one ``ConversationChain`` with the shared prompt. User turns are
-teacher-forced: the runner records the prompt the chat model *would* receive, then saves the
-scripted exchange into the memory; whatever the memory's own LLM or embeddings do while saving is
-metered and charged to that turn. Probes go through the same chain with the memory wrapped in
-``ReadOnlySharedMemory``, so asking never changes what is remembered.
+teacher-forced: the runner records the prompt the chat model *would* receive, then hands the
+scripted exchange to the memory (``observe``); whatever the memory's own models or embeddings do
+meanwhile is metered per role and charged to that turn. When a session's last exchange has been
+observed the memory is told (``end_session``), then the probes placed there are asked through
+the same chain. The chain reads the memory only through ``PromptMemory``, which never writes, so
+asking never changes what is remembered.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from __future__ import annotations
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,24 +25,26 @@ from langchain_core._api import LangChainDeprecationWarning
 from langchain_core.embeddings import Embeddings
 
 from memory_lab.accounting import Meter, MeterCallback, Usage
-from memory_lab.dialogue import Dialogue, Turn
-from memory_lab.memories.registry import BuildContext, MemorySpec, build_memory
-from memory_lab.models import resolve_chat_model
+from memory_lab.config import RunConfig
+from memory_lab.dialogue import Dialogue, Probe, Session, Turn
+from memory_lab.memories.protocol import (
+    Exchange,
+    MemoryResources,
+    Query,
+    Recall,
+    SessionInfo,
+    render_recall,
+)
+from memory_lab.memories.registry import MemorySpec, build_memory, factory_for
+from memory_lab.models import model_name, resolve_chat_model
 from memory_lab.models.embeddings import OfflineEmbeddings
 from memory_lab.models.providers import MeteredEmbeddings, provider_embeddings
 from memory_lab.models.tokens import count_tokens, encoding, token_ids
-from memory_lab.prompt import (
-    CONVERSATION_PROMPT,
-    INPUT_KEY,
-    MEMORY_KEY,
-    OUTPUT_KEY,
-    render_prompt,
-    split_prompt,
-)
+from memory_lab.prompt import CONVERSATION_PROMPT, INPUT_KEY, MEMORY_KEY, OUTPUT_KEY, render_prompt
+from memory_lab.records import ProbeRecord, TurnRecord, UsageRecord
 from memory_lab.scoring import score_probe
 
 Emit = Callable[[dict[str, Any]], None]
-MODES = ("replay", "live")
 
 
 @contextmanager
@@ -56,67 +60,114 @@ def quiet_classic_deprecations() -> Iterator[None]:
         yield
 
 
-@dataclass(frozen=True)
-class Exchange:
-    """A user turn and the assistant reply that follows it, saved into memory together."""
-
-    index: int
-    user: Turn | None
-    assistant: tuple[Turn, ...]
-
-    @property
-    def turn_ids(self) -> tuple[str, ...]:
-        return tuple(t.id for t in ((self.user,) if self.user else ()) + self.assistant)
-
-    @property
-    def user_text(self) -> str:
-        return self.user.text if self.user else ""
-
-    @property
-    def reply_text(self) -> str:
-        return "\n".join(t.text for t in self.assistant)
-
-
 def exchanges(dialogue: Dialogue) -> list[Exchange]:
-    """Group turns into exchanges: each user turn with the assistant turns that follow it."""
+    """Group turns into exchanges: each user turn with the assistant turns after it.
+
+    An exchange never spans two sessions: a session that opens with the assistant starts an
+    exchange with no user turn.
+    """
     out: list[Exchange] = []
-    user: Turn | None = None
-    replies: list[Turn] = []
-    for turn in dialogue.turns:
-        if turn.role == "user":
-            if user is not None or replies:
-                out.append(Exchange(len(out), user, tuple(replies)))
-            user, replies = turn, []
-        else:
-            replies.append(turn)
-    if user is not None or replies:
-        out.append(Exchange(len(out), user, tuple(replies)))
+
+    def close(session: Session, user: Turn | None, replies: list[Turn]) -> None:
+        out.append(
+            Exchange(
+                index=len(out),
+                user=user.text if user else "",
+                assistant="\n".join(t.text for t in replies),
+                user_turn_id=user.id if user else None,
+                assistant_turn_ids=tuple(t.id for t in replies),
+                session_id=session.id,
+                session_date=session.date,
+            )
+        )
+
+    for session in dialogue.sessions:
+        user: Turn | None = None
+        replies: list[Turn] = []
+        for turn in session.turns:
+            if turn.role == "user":
+                if user is not None or replies:
+                    close(session, user, replies)
+                user, replies = turn, []
+            else:
+                replies.append(turn)
+        if user is not None or replies:
+            close(session, user, replies)
     return out
 
 
-@dataclass(frozen=True)
-class RunModels:
-    """Model settings and run-wide shared state (the embedding cache)."""
+def session_ends(dialogue: Dialogue, exs: list[Exchange]) -> list[int | None]:
+    """For each exchange, its session's index if it is that session's last exchange, else None."""
+    sessions = [s.id for s in dialogue.sessions]
+    return [
+        sessions.index(ex.session_id)
+        if i + 1 == len(exs) or exs[i + 1].session_id != ex.session_id
+        else None
+        for i, ex in enumerate(exs)
+    ]
 
-    llm: str = "offline"
-    memory_llm: str = "offline"
+
+@dataclass
+class RunModels:
+    """A run's configuration plus its live, run-wide parts: embedding caches and call cache.
+
+    ``resources`` are the run-wide named resources (``--resource NAME=VALUE``): handed to
+    memories, never written to any file. ``work_dir`` is the results folder (memories that
+    keep files get a folder per cell under it).
+    """
+
+    config: RunConfig = field(default_factory=RunConfig)
     embeddings: OfflineEmbeddings | None = None
-    record_prompts: bool = True
-    context_limit: int | None = None
-    mode: str = "replay"
-    judge: str | None = None
-    cache_dir: str | None = None
+    provider_embeddings: MeteredEmbeddings | None = None
     call_cache: Any = None
+    cache_dir: str | None = None
+    resources: Mapping[str, str] = field(default_factory=dict)
+    work_dir: str | None = None
+
+    @classmethod
+    def create(
+        cls,
+        config: RunConfig | None = None,
+        *,
+        cache_dir: str | None = None,
+        resources: Mapping[str, str] | None = None,
+        work_dir: str | None = None,
+        **settings: Any,
+    ) -> RunModels:
+        """Build the run-wide parts for ``config`` (or a RunConfig of ``settings``)."""
+        config = config or RunConfig(**settings)
+        call_cache = None
+        if cache_dir is not None:
+            from memory_lab.cache import CallCache
+
+            call_cache = CallCache(cache_dir)
+        provider = None
+        if config.embeddings != "offline":
+            inner = provider_embeddings(config.embeddings, base_url=config.base_url)
+            if cache_dir is not None:
+                from memory_lab.cache import cached_embeddings
+
+                inner = cached_embeddings(inner, Path(cache_dir), config.embeddings)
+            provider = MeteredEmbeddings(inner)
+        return cls(
+            config=config,
+            embeddings=OfflineEmbeddings(),  # always: the offline reader uses it too
+            provider_embeddings=provider,
+            call_cache=call_cache,
+            cache_dir=cache_dir,
+            resources=dict(resources or {}),
+            work_dir=work_dir,
+        )
 
     def chat_model(self, spec: str, role: str) -> Any:
         """A chat model for a role; real providers go through the on-disk call cache."""
         if role == "judge":
             from memory_lab.judge import resolve_judge
 
-            model = resolve_judge(spec, base_url=self.base_url)
+            model = resolve_judge(spec, base_url=self.config.base_url)
         else:
             model = resolve_chat_model(
-                spec, role, embeddings=self.shared_embeddings(), base_url=self.base_url
+                spec, role, embeddings=self.shared_embeddings(), base_url=self.config.base_url
             )
         if spec != "offline" and self.call_cache is not None:
             from memory_lab.cache import cached_chat_model
@@ -124,13 +175,9 @@ class RunModels:
             model = cached_chat_model(model, self.call_cache)
         return model
 
-    embeddings_model: str = "offline"
-    base_url: str | None = None
-    provider_embeddings: MeteredEmbeddings | None = None
-
     def memory_embeddings(self, on_embed: Callable[[int], None]) -> Embeddings:
         """The embeddings memories use (offline MiniLM or a provider's), metered per cell."""
-        if self.embeddings_model == "offline":
+        if self.config.embeddings == "offline":
             return self.shared_embeddings().view(on_embed)
         if self.provider_embeddings is None:
             raise ValueError("RunModels.provider_embeddings must be set (use RunModels.create())")
@@ -141,41 +188,6 @@ class RunModels:
             raise ValueError("RunModels.embeddings must be set (use RunModels.create())")
         return self.embeddings
 
-    @classmethod
-    def create(
-        cls,
-        llm: str = "offline",
-        memory_llm: str = "offline",
-        embeddings_model: str = "offline",
-        base_url: str | None = None,
-        **kw: Any,
-    ) -> RunModels:
-        """Settings plus the run-wide embedding caches (offline always: the reader uses it)."""
-        provider = None
-        call_cache = None
-        cache_dir = kw.get("cache_dir")
-        if cache_dir is not None:
-            from memory_lab.cache import CallCache
-
-            call_cache = CallCache(cache_dir)
-        if embeddings_model != "offline":
-            inner = provider_embeddings(embeddings_model, base_url=base_url)
-            if cache_dir is not None:
-                from memory_lab.cache import cached_embeddings
-
-                inner = cached_embeddings(inner, Path(cache_dir), embeddings_model)
-            provider = MeteredEmbeddings(inner)
-        return cls(
-            llm=llm,
-            memory_llm=memory_llm,
-            embeddings=OfflineEmbeddings(),
-            embeddings_model=embeddings_model,
-            base_url=base_url,
-            provider_embeddings=provider,
-            call_cache=call_cache,
-            **kw,
-        )
-
 
 def cell_id_for(spec: MemorySpec, dialogue: Dialogue) -> str:
     """A unique, Chroma-safe collection name: never reused, even across runs."""
@@ -183,16 +195,21 @@ def cell_id_for(spec: MemorySpec, dialogue: Dialogue) -> str:
     return f"ml-{safe[:200]}-{uuid.uuid4().hex[:12]}"
 
 
-class ContextLimitedMemory(BaseMemory):
-    """A read-only view of a memory whose context is cut to fit a model's context window.
+class PromptMemory(BaseMemory):
+    """The one bridge from a ``Memory`` to the ``ConversationChain``: read-only.
 
-    When template + context + input would exceed ``limit`` tokens, the oldest part of the
-    context (its beginning) is dropped, at a line boundary, and ``truncated`` is set, so a long
-    buffer behaves as it would against a real model with that window.
+    It asks the memory to recall for the chain's input (with the session the runner set),
+    renders the ``Recall`` into the ``history`` text, and, with a ``limit``, drops the oldest
+    part of that text at a line boundary so template + context + input fit in ``limit`` tokens
+    (``truncated`` is then set). ``context`` and ``recall`` keep what the last prompt held.
     """
 
-    inner: BaseMemory
-    limit: int
+    memory: Any
+    limit: int | None = None
+    session_id: str | None = None
+    session_date: str | None = None
+    context: str = ""
+    recall: Recall | None = None
     truncated: bool = False
 
     @property
@@ -200,20 +217,23 @@ class ContextLimitedMemory(BaseMemory):
         return [MEMORY_KEY]
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        context = self.inner.load_memory_variables(inputs)[MEMORY_KEY]
-        if not isinstance(context, str):
-            return {MEMORY_KEY: context}
-        budget = self.limit - count_tokens(render_prompt("", str(inputs.get(INPUT_KEY, ""))))
-        self.truncated = count_tokens(context) > budget
-        if self.truncated:
-            ids = token_ids(context)
-            kept = encoding().decode(ids[len(ids) - max(0, budget) :]) if budget > 0 else ""
-            cut = kept.find("\n")
-            context = kept[cut + 1 :] if cut != -1 else ""
+        text = str(inputs.get(INPUT_KEY, ""))
+        self.recall = self.memory.recall(Query(text, self.session_id, self.session_date))
+        context = render_recall(self.recall)
+        self.truncated = False
+        if self.limit is not None:
+            budget = self.limit - count_tokens(render_prompt("", text))
+            self.truncated = count_tokens(context) > budget
+            if self.truncated:
+                ids = token_ids(context)
+                kept = encoding().decode(ids[len(ids) - max(0, budget) :]) if budget > 0 else ""
+                cut = kept.find("\n")
+                context = kept[cut + 1 :] if cut != -1 else ""
+        self.context = context
         return {MEMORY_KEY: context}
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
-        """Read-only: saving goes to the memory itself, never through this view."""
+        """Read-only: the runner hands exchanges to the memory itself (``observe``)."""
 
     def clear(self) -> None:
         """Read-only."""
@@ -224,142 +244,177 @@ class Cell:
 
     def __init__(self, spec: MemorySpec, dialogue: Dialogue, models: RunModels):
         from langchain_classic.chains import ConversationChain
-        from langchain_classic.memory import ReadOnlySharedMemory
 
         self.spec = spec
         self.dialogue = dialogue
         self.models = models
-        self.memory_meter = Meter()
+        config = models.config
+        factory = factory_for(spec.name, spec.source)
+        self.roles = ("memory", *(r for r in factory.roles if r != "memory"))
+        self.role_meters = {role: Meter() for role in self.roles}
+        self.embedding_meter = Meter()
+        role_models = {}
+        for role in self.roles:
+            model = models.chat_model(config.role_spec(role), role)
+            model.callbacks = [MeterCallback(self.role_meters[role])]
+            if "memory_name" in type(model).model_fields:
+                model.memory_name = spec.name  # so an offline-model error names the memory
+            role_models[role] = model
+        cell_id = cell_id_for(spec, dialogue)
+        self.resources = MemoryResources(
+            models=role_models,
+            embeddings=models.memory_embeddings(self.embedding_meter.add_embedding),
+            cell_id=cell_id,
+            memory_name=spec.name,
+            tokenizer=count_tokens,
+            resources=models.resources,
+            cell_dir=str(Path(models.work_dir) / "cells" / cell_id) if models.work_dir else None,
+        )
+        self.memory = build_memory(spec, self.resources)
+        self.resources.on_close(self.memory.close)
         self.answer_meter = Meter()
         self.answer_callback = MeterCallback(self.answer_meter)
-        memory_llm = models.chat_model(models.memory_llm, "memory")
-        memory_llm.callbacks = [MeterCallback(self.memory_meter)]
-        self.ctx = BuildContext(
-            memory_llm=memory_llm,
-            embeddings=models.memory_embeddings(self.memory_meter.add_embedding),
-            cell_id=cell_id_for(spec, dialogue),
-        )
-        self.memory = build_memory(spec, self.ctx)
-        reader = models.chat_model(models.llm, "reader")
+        reader = models.chat_model(config.llm, "reader")
         reader.callbacks = [self.answer_callback]
-        view: BaseMemory = ReadOnlySharedMemory(memory=self.memory)
-        if models.context_limit is not None:
-            view = ContextLimitedMemory(inner=view, limit=models.context_limit)
-        self.view = view
+        self.view = PromptMemory(memory=self.memory, limit=config.context_limit)
         self.judge = None
         self.judge_meter = Meter()
-        if models.judge:
-            self.judge = models.chat_model(models.judge, "judge")
+        if config.judge:
+            self.judge = models.chat_model(config.judge, "judge")
             self.judge.callbacks = [MeterCallback(self.judge_meter)]
         self.chain = ConversationChain(
             llm=reader,
             prompt=CONVERSATION_PROMPT,
-            memory=view,
+            memory=self.view,
             input_key=INPUT_KEY,
             output_key=OUTPUT_KEY,
         )
 
-    def base_record(self, kind: str) -> dict[str, Any]:
+    def _ids(self) -> dict[str, str]:
         return {
-            "type": kind,
             "memory": self.spec.label,
             "memory_name": self.spec.name,
             "dialogue": self.dialogue.id,
-            "language": self.dialogue.language,
         }
 
+    def at(self, ex: Exchange) -> None:
+        """Recall from now on happens in ``ex``'s session."""
+        self.view.session_id, self.view.session_date = ex.session_id, ex.session_date
+
     def memory_context(self, user_input: str) -> str:
-        """What the memory puts into the prompt for this input, always as a string."""
-        value = self.chain.memory.load_memory_variables({INPUT_KEY: user_input})[MEMORY_KEY]
-        if not isinstance(value, str):
-            raise TypeError(
-                f"memory '{self.spec.name}' returned {type(value).__name__} for '{MEMORY_KEY}'; "
-                "adapters must return the context as a string"
-            )
-        return value
+        """What the memory puts into the prompt for this input (after any context limit)."""
+        return self.view.load_memory_variables({INPUT_KEY: user_input})[MEMORY_KEY]
 
-    def live_exchange(self, ex: Exchange) -> dict[str, Any]:
-        """Live mode: the model answers the user turn and its reply, not the script's, is saved."""
-        started = time.perf_counter()
-        self.answer_meter.take()
-        self.answer_callback.take_prompts()
-        reply = str(self.chain.invoke({INPUT_KEY: ex.user_text})[OUTPUT_KEY])
-        prompts = self.answer_callback.take_prompts()
-        prompt = prompts[-1] if prompts else ""
-        answer = self.answer_meter.take()
-        counted = count_tokens(prompt)
-        record = self.base_record("turn")
-        record.update(
-            session=ex.user.session_id,
-            turn_id=ex.user.id,
+    def _turn(self, ex: Exchange) -> TurnRecord:
+        return TurnRecord(
+            **self._ids(),
+            language=self.dialogue.language,
+            session=ex.session_id,
+            turn_id=ex.user_turn_id or ex.assistant_turn_ids[0],
             exchange=ex.index,
-            prompt_tokens=answer.input_tokens or counted,
-            prompt_tokens_counted=counted,
-            context_tokens=count_tokens(_memory_section(prompt)),
-            completion_tokens=answer.output_tokens or count_tokens(reply),
-            truncated=self.truncated(),
-            reply=reply,
+            session_date=ex.session_date,
         )
-        if self.models.record_prompts:
-            record["prompt"] = prompt
-        self.memory.save_context({INPUT_KEY: ex.user_text}, {OUTPUT_KEY: reply})
-        usage = self.memory_meter.take()
-        record.update(_maintenance(usage), seconds=time.perf_counter() - started)
-        return record
 
-    def replay_exchange(self, ex: Exchange) -> dict[str, Any] | None:
-        """Record the would-be prompt for the user turn, then save the scripted exchange."""
-        if self.models.mode == "live" and ex.user is not None:
-            return self.live_exchange(ex)
-        started = time.perf_counter()
-        record = None
-        if ex.user is not None:
-            context = self.memory_context(ex.user_text)
-            prompt = CONVERSATION_PROMPT.format(**{MEMORY_KEY: context, INPUT_KEY: ex.user_text})
-            record = self.base_record("turn")
-            record.update(
-                session=ex.user.session_id,
-                turn_id=ex.user.id,
-                exchange=ex.index,
-                prompt_tokens=count_tokens(prompt),
-                context_tokens=count_tokens(context),
-                completion_tokens=count_tokens(ex.reply_text),
-                truncated=self.truncated(),
-            )
-            if self.models.record_prompts:
-                record["prompt"] = prompt
-        self.memory.save_context({INPUT_KEY: ex.user_text}, {OUTPUT_KEY: ex.reply_text})
-        usage = self.memory_meter.take()
-        if record is None:  # an exchange with no user turn still costs what saving it cost
-            record = self.base_record("turn")
-            record.update(
-                session=ex.assistant[0].session_id,
-                turn_id=ex.assistant[0].id,
-                exchange=ex.index,
-                prompt_tokens=0,
-                context_tokens=0,
-                completion_tokens=0,
-                truncated=False,
-            )
-        record.update(_maintenance(usage), seconds=time.perf_counter() - started)
-        return record
+    def maintenance(self) -> tuple[Usage, list[UsageRecord]]:
+        """What the memory's models and embeddings cost since the last call, total and by role."""
+        total = self.embedding_meter.take()
+        by_role = []
+        for role, meter in self.role_meters.items():
+            usage = meter.take()
+            total.llm_calls += usage.llm_calls
+            total.cache_hits += usage.cache_hits
+            total.input_tokens += usage.input_tokens
+            total.output_tokens += usage.output_tokens
+            if usage.llm_calls:
+                by_role.append((role, usage))
+        return total, by_role
 
-    def ask(self, probe, ex: Exchange) -> dict[str, Any]:
-        """Ask a probe through the chain with the memory read-only, and score the reply."""
+    def _usage_records(self, ex: Exchange, by_role: list[tuple[str, Usage]]) -> list[UsageRecord]:
+        config = self.models.config
+        return [
+            UsageRecord(
+                **self._ids(),
+                exchange=ex.index,
+                role=role,
+                model=model_name(config.role_spec(role), role),
+                llm_calls=u.llm_calls,
+                cache_hits=u.cache_hits,
+                input_tokens=u.input_tokens,
+                output_tokens=u.output_tokens,
+            )
+            for role, u in by_role
+        ]
+
+    def replay_exchange(
+        self, ex: Exchange, ends_session: int | None = None
+    ) -> list[TurnRecord | UsageRecord]:
+        """Record the would-be prompt for the user turn, then hand the exchange to the memory.
+
+        ``ends_session`` (the session's 0-based index) when ``ex`` is its session's last
+        exchange: the memory is then told the session ended, and what that costs is charged to
+        this turn. Returns the turn record, then one usage record per memory model role called.
+        """
         started = time.perf_counter()
-        self.memory_meter.take()
+        self.at(ex)
+        record = self._turn(ex)
+        if ex.user_turn_id is not None and self.models.config.mode == "live":
+            self.answer_meter.take()
+            self.answer_callback.take_prompts()
+            reply = str(self.chain.invoke({INPUT_KEY: ex.user})[OUTPUT_KEY])
+            prompts = self.answer_callback.take_prompts()
+            prompt = prompts[-1] if prompts else ""
+            answer = self.answer_meter.take()
+            counted = count_tokens(prompt)
+            record.prompt_tokens = answer.input_tokens or counted
+            record.prompt_tokens_counted = counted
+            record.context_tokens = count_tokens(self.view.context)
+            record.completion_tokens = answer.output_tokens or count_tokens(reply)
+            record.truncated = self.view.truncated
+            record.reply = reply
+            if self.models.config.record_prompts:
+                record.prompt = prompt
+            ex = Exchange(**{**ex.__dict__, "assistant": reply})
+        elif ex.user_turn_id is not None:
+            context = self.memory_context(ex.user)
+            prompt = render_prompt(context, ex.user)
+            record.prompt_tokens = count_tokens(prompt)
+            record.context_tokens = count_tokens(context)
+            record.completion_tokens = count_tokens(ex.assistant)
+            record.truncated = self.view.truncated
+            if self.models.config.record_prompts:
+                record.prompt = prompt
+        self.memory.observe(ex)
+        if ends_session is not None:
+            self.memory.end_session(SessionInfo(ex.session_id, ex.session_date, ends_session))
+        usage, by_role = self.maintenance()
+        record.memory_llm_calls = usage.llm_calls
+        record.memory_cache_hits = usage.cache_hits
+        record.memory_input_tokens = usage.input_tokens
+        record.memory_output_tokens = usage.output_tokens
+        record.embedding_tokens = usage.embedding_tokens
+        record.memory_tokens = usage.total
+        record.seconds = time.perf_counter() - started
+        return [record, *self._usage_records(ex, by_role)]
+
+    def ask(self, probe: Probe, ex: Exchange) -> ProbeRecord:
+        """Ask a probe through the chain (the memory read-only) and score the reply."""
+        started = time.perf_counter()
+        self.at(ex)
+        self.maintenance()
         self.answer_meter.take()
         self.answer_callback.take_prompts()
         reply = str(self.chain.invoke({INPUT_KEY: probe.question})[OUTPUT_KEY])
         prompts = self.answer_callback.take_prompts()
         prompt = prompts[-1] if prompts else ""
         answer_usage = self.answer_meter.take()
-        memory_usage = self.memory_meter.take()
-        context = _memory_section(prompt)
+        memory_usage, _ = self.maintenance()
+        context = self.view.context
         counted_prompt = count_tokens(prompt)
         score = score_probe(probe, reply, context)
-        record = self.base_record("probe")
-        record.update(
+        recalled = self.view.recall.turn_ids if self.view.recall is not None else ()
+        record = ProbeRecord(
+            **self._ids(),
+            language=self.dialogue.language,
             probe_id=probe.id,
             category=probe.category,
             after=probe.after,
@@ -380,11 +435,14 @@ class Cell:
             usage_source="provider" if answer_usage.input_tokens else "tokenizer",
             cache_hit=answer_usage.cache_hits > 0,
             context_tokens=count_tokens(context),
-            truncated=self.truncated(),
+            truncated=self.view.truncated,
             memory_tokens=memory_usage.total,
             embedding_tokens=memory_usage.embedding_tokens,
-            seconds=time.perf_counter() - started,
+            seconds=0.0,
             prompt=prompt,
+            evidence=list(probe.evidence),
+            recalled_turns=list(recalled) if recalled else None,
+            probe_metadata=dict(probe.metadata) if probe.metadata else None,
         )
         if self.judge is not None:
             from memory_lab.judge import judge_reply
@@ -397,42 +455,20 @@ class Cell:
                 reply,
                 abstention=probe.category == "abstention",
             )
-            record.update(
-                judge_cache_hit=self.judge_meter.take().cache_hits > 0,
-                judge_correct=verdict.correct,
-                judge_raw=verdict.raw,
-                judge_input_tokens=verdict.input_tokens,
-                judge_output_tokens=verdict.output_tokens,
-            )
-        if probe.metadata:
-            record["probe_metadata"] = dict(probe.metadata)
+            record.judge_cache_hit = self.judge_meter.take().cache_hits > 0
+            record.judge_correct = verdict.correct
+            record.judge_raw = verdict.raw
+            record.judge_input_tokens = verdict.input_tokens
+            record.judge_output_tokens = verdict.output_tokens
+        record.seconds = time.perf_counter() - started
         return record
 
-    def truncated(self) -> bool:
-        """Whether the last prompt was cut to fit the context limit."""
-        return bool(getattr(self.view, "truncated", False))
+    def snapshot(self) -> dict[str, Any]:
+        """What the memory holds now (its own ``snapshot()``)."""
+        return self.memory.snapshot()
 
     def close(self) -> None:
-        self.ctx.close()
-
-
-def _maintenance(usage: Usage) -> dict[str, int]:
-    """Memory-maintenance fields of a turn record: what saving the exchange cost."""
-    return {
-        "memory_llm_calls": usage.llm_calls,
-        "memory_cache_hits": usage.cache_hits,
-        "memory_input_tokens": usage.input_tokens,
-        "memory_output_tokens": usage.output_tokens,
-        "embedding_tokens": usage.embedding_tokens,
-        "memory_tokens": usage.total,
-    }
-
-
-def _memory_section(prompt: str) -> str:
-    try:
-        return split_prompt(prompt)[0]
-    except ValueError:  # a prompt from another template: search all of it
-        return prompt
+        self.resources.close()
 
 
 def replay_dialogue(
@@ -442,19 +478,20 @@ def replay_dialogue(
     emit: Emit,
     on_exchange: Callable[[], None] | None = None,
 ) -> None:
-    """Replay ``dialogue`` through a fresh ``spec`` memory, emitting turn and probe records."""
+    """Replay ``dialogue`` through a fresh ``spec`` memory, emitting records as dicts."""
     with quiet_classic_deprecations():
         cell = Cell(spec, dialogue, models)
         try:
             exs = exchanges(dialogue)
             where = {tid: ex for ex in exs for tid in ex.turn_ids}
-            due: dict[int, list] = {}
+            due: dict[int, list[Probe]] = {}
             for probe in dialogue.probes:
                 due.setdefault(where[probe.after].index, []).append(probe)
-            for ex in exs:
-                emit(cell.replay_exchange(ex))
+            for ex, ends in zip(exs, session_ends(dialogue, exs), strict=True):
+                for record in cell.replay_exchange(ex, ends):
+                    emit(record.to_dict())
                 for probe in due.get(ex.index, ()):
-                    emit(cell.ask(probe, ex))
+                    emit(cell.ask(probe, ex).to_dict())
                 if on_exchange is not None:
                     on_exchange()
         finally:

@@ -1,4 +1,12 @@
-"""Probe scoring (DESIGN.md section 6) and the Wilson interval for accuracies."""
+"""Probe scoring (DESIGN.md section 6): correctness, answer in context, evidence recall.
+
+Evidence recall is the reader-independent retrieval figure: the share of a probe's evidence
+turns that the memory's context carries. A turn is *carried* when the memory reported it as a
+source of a recalled item (``Recall`` turn ids: exact credit), or when its text is in the context
+verbatim or nearly so: at least ``CARRY_SHARE`` of the turn's word trigrams (after
+normalisation; all of its words for turns under three words) occur in the context. A summary
+that keeps the sentence holding the fact carries the turn; one that keeps only its topic does not.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +14,26 @@ import math
 from dataclasses import dataclass
 
 from memory_lab.dialogue import Probe
-from memory_lab.models.offline_reader import is_abstention
-from memory_lab.normalize import find_any
+from memory_lab.normalize import find_any, normalize
+
+_ABSTAIN_OPENINGS = (
+    "i don t know",
+    "i do not know",
+    "i m not sure",
+    "i am not sure",
+    "sorry i don t",
+    "you haven t told me",
+    "you have not told me",
+    "모르겠",
+    "잘 모르",
+    "알 수 없",
+)
+
+
+def is_abstention(reply: str) -> bool:
+    """True when a reply declines to answer: empty, or opening with an "I don't know" phrase."""
+    text = normalize(reply)
+    return not text or text.startswith(_ABSTAIN_OPENINGS)
 
 
 @dataclass(frozen=True)
@@ -33,6 +59,46 @@ def score_probe(probe: Probe, reply: str, memory_context: str) -> ProbeScore:
     stale = bool(probe.stale) and matched is None and find_any(reply, list(probe.stale)) is not None
     hit = find_any(memory_context, list(probe.answers)) is not None
     return ProbeScore(matched is not None, hit, stale, abstained, matched)
+
+
+CARRY_SHARE = 0.5
+
+
+def _shingles(words: list[str]) -> set[tuple[str, ...]]:
+    if len(words) < 3:
+        return {(w,) for w in words}
+    return {tuple(words[i : i + 3]) for i in range(len(words) - 2)}
+
+
+class ContextIndex:
+    """A context prepared once for asking whether it carries turns."""
+
+    def __init__(self, context: str):
+        words = normalize(context).split()
+        self.words = set(words)
+        self.trigrams = _shingles(words) if len(words) >= 3 else set()
+
+    def carries(self, text: str) -> bool:
+        """Whether the context holds ``text`` verbatim or nearly (see the module docstring)."""
+        words = normalize(text).split()
+        if not words:
+            return False
+        if len(words) < 3:
+            return all(w in self.words for w in words)
+        grams = _shingles(words)
+        return len(grams & self.trigrams) >= CARRY_SHARE * len(grams)
+
+
+def evidence_recall(
+    evidence: dict[str, str], context: str, recalled_ids: tuple[str, ...] = ()
+) -> float | None:
+    """The share of evidence turns (id -> text) the context carries; None without evidence."""
+    if not evidence:
+        return None
+    index = ContextIndex(context)
+    reported = set(recalled_ids)
+    carried = sum(1 for tid, text in evidence.items() if tid in reported or index.carries(text))
+    return carried / len(evidence)
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:

@@ -15,7 +15,6 @@ from memory_lab.judge import (
     Verdict,
     judge_prompt,
     judge_reply,
-    judge_summary,
     parse_judge_prompt,
     parse_verdict,
     resolve_judge,
@@ -23,6 +22,7 @@ from memory_lab.judge import (
 from memory_lab.models.providers import provider_chat_model
 from memory_lab.models.tokens import count_tokens
 from memory_lab.normalize import find_any
+from memory_lab.results import judge_summary
 
 from .models.openai_mock import CHAT_USAGE, OpenAIMock
 
@@ -73,7 +73,7 @@ def test_prompt_sections_round_trip():
 
 
 def _string_match(answers, reply, abstention):
-    from memory_lab.models import is_abstention
+    from memory_lab.scoring import is_abstention
 
     if abstention:
         return is_abstention(reply)

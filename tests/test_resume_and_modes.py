@@ -50,6 +50,7 @@ def test_a_killed_run_resumes_without_losing_or_duplicating_records(tmp_path):
     after = records(out)
     keys = [
         (r["memory"], r["dialogue"], r["type"], r.get("turn_id") or r.get("probe_id"))
+        + ((r["exchange"], r["role"]) if r["type"] == "usage" else ())
         for r in after
     ]
     assert len(keys) == len(set(keys))  # nothing duplicated

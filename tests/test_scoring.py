@@ -32,3 +32,23 @@ def test_wilson_interval_matches_known_values():
     assert wilson_interval(0, 0)[0] != wilson_interval(0, 0)[0]  # nan
     assert wilson_interval(10, 10)[1] == 1.0
     assert not math.isnan(wilson_interval(0, 5)[0])
+
+
+def test_evidence_recall_counts_turns_carried_verbatim_or_nearly():
+    from memory_lab.scoring import evidence_recall
+
+    evidence = {
+        "a": "I moved to Busan last weekend, and the new flat is near Haeundae beach.",
+        "b": "My sister Hana starts her PhD in Lyon in October.",
+    }
+    buffer = f"Human: {evidence['a']}\nAI: ok"
+    assert evidence_recall(evidence, buffer) == 0.5
+    # a summary that keeps the fact's sentence, re-cased and re-punctuated, still carries it
+    summary = "Human: i moved to busan last weekend and the new flat is near haeundae beach"
+    assert evidence_recall(evidence, summary + " Human: my sister Hana starts her PhD") == 1.0
+    # one that keeps only the topic words does not
+    assert evidence_recall(evidence, "The human talked about moving and a sister's studies.") == 0
+    # exact credit from the turn ids a memory reported
+    assert evidence_recall(evidence, "", recalled_ids=("b",)) == 0.5
+    assert evidence_recall({}, buffer) is None
+    assert evidence_recall({"k": "부산으로 이사했어요"}, "Human: 저는 부산으로 이사했어요.") == 1.0

@@ -1,13 +1,22 @@
-"""Memory adapters behind one registry. Families are registered by importing them here."""
+"""Memories: the protocol, the registry and the built-in adapters."""
 
-from memory_lab.memories import classic  # noqa: F401  (registers the five classic memories)
 from memory_lab.memories.base import TextMemory
+from memory_lab.memories.protocol import (
+    Exchange,
+    Item,
+    Memory,
+    MemoryResources,
+    Query,
+    Recall,
+    SessionInfo,
+    render_recall,
+)
 from memory_lab.memories.registry import (
-    BuildContext,
     MemoryFactory,
     MemorySpec,
     MemorySpecError,
     Param,
+    ParamDoc,
     build_memory,
     memory_factories,
     parse_memory_spec,
@@ -16,15 +25,23 @@ from memory_lab.memories.registry import (
 )
 
 __all__ = [
-    "BuildContext",
+    "Exchange",
+    "Item",
+    "Memory",
     "MemoryFactory",
+    "MemoryResources",
     "MemorySpec",
     "MemorySpecError",
     "Param",
+    "ParamDoc",
+    "Query",
+    "Recall",
+    "SessionInfo",
     "TextMemory",
     "build_memory",
     "memory_factories",
     "parse_memory_spec",
     "register_memory",
+    "render_recall",
     "unregister_memory",
 ]

@@ -1,7 +1,9 @@
-"""``TextMemory``: the smallest way to write a memory that is not a classic LangChain one.
+"""``TextMemory``: the smallest way to write a memory on the protocol.
 
-Implement ``context(query)`` (the text to put in the prompt) and ``remember(user, assistant)``;
-the runner and ``ConversationChain`` see an ordinary ``BaseMemory``.
+Implement ``context(query)`` (the text to put in the prompt) and ``remember(user, assistant)``.
+It is a pydantic model, so fields declared on the class (``notes: list[str] = []``) are fresh per
+instance. Override ``observe``/``end_session`` instead when the memory needs turn ids, session
+dates or the end of a session.
 """
 
 from __future__ import annotations
@@ -9,26 +11,31 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
-from langchain_classic.base_memory import BaseMemory
+from pydantic import BaseModel, ConfigDict
 
-from memory_lab.prompt import INPUT_KEY, MEMORY_KEY, OUTPUT_KEY
+from memory_lab.memories.protocol import Exchange, Item, Query, Recall, SessionInfo
 
 
-class TextMemory(BaseMemory):
-    """Base class for custom memories: string context in, one exchange at a time out."""
+class TextMemory(BaseModel):
+    """Base class for small custom memories: string context in, one exchange at a time out."""
 
-    @property
-    def memory_variables(self) -> list[str]:
-        return [MEMORY_KEY]
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, str]:
-        return {MEMORY_KEY: self.context(str(inputs.get(INPUT_KEY, "")))}
+    def observe(self, exchange: Exchange) -> None:
+        self.remember(exchange.user, exchange.assistant)
 
-    def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
-        self.remember(str(inputs.get(INPUT_KEY, "")), str(outputs.get(OUTPUT_KEY, "")))
+    def end_session(self, session: SessionInfo) -> None:
+        """Nothing to do by default."""
 
-    def clear(self) -> None:
-        """Drop everything remembered (override if the memory holds state)."""
+    def recall(self, query: Query) -> Recall:
+        text = self.context(query.text)
+        return Recall((Item(text, (), "other"),) if text else ())
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def close(self) -> None:
+        """Nothing to release by default."""
 
     @abstractmethod
     def context(self, query: str) -> str:

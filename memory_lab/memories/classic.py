@@ -1,92 +1,167 @@
-"""Adapters for the five classic LangChain memories.
+"""The five classic LangChain memories, behind one adapter.
 
-They configure the langchain-classic classes as they are; nothing is reimplemented. Each returns
-its context as a string (``return_messages=False``) under the shared ``history`` key.
+The factories configure the langchain-classic classes as they are; nothing is reimplemented.
+``ClassicMemory`` turns any LangChain ``BaseMemory`` that returns its context as a string under
+``history`` into a ``Memory``: an exchange is ``save_context``, a recall is
+``load_memory_variables``, and the whole context is one item.
 """
 
 from __future__ import annotations
 
-import chromadb
-from chromadb.config import Settings
-from langchain_chroma import Chroma
-from langchain_classic.memory import (
-    ConversationBufferMemory,
-    ConversationBufferWindowMemory,
-    ConversationSummaryBufferMemory,
-    ConversationSummaryMemory,
-    VectorStoreRetrieverMemory,
-)
+from collections.abc import Callable
+from typing import Any
 
-from memory_lab.memories.registry import BuildContext, register_memory
-from memory_lab.prompt import INPUT_KEY, MEMORY_KEY
+from langchain_classic.base_memory import BaseMemory
+
+from memory_lab.memories.protocol import (
+    Exchange,
+    Item,
+    MemoryResources,
+    Query,
+    Recall,
+    SessionInfo,
+)
+from memory_lab.memories.registry import ParamDoc, declare
+from memory_lab.prompt import INPUT_KEY, MEMORY_KEY, OUTPUT_KEY
 
 _COMMON = {"memory_key": MEMORY_KEY, "input_key": INPUT_KEY}
 
 
-@register_memory("buffer", "Every exchange, verbatim (ConversationBufferMemory).")
-def buffer(ctx: BuildContext) -> ConversationBufferMemory:
-    return ConversationBufferMemory(**_COMMON, return_messages=False)
+class ClassicMemory:
+    """A LangChain ``BaseMemory`` seen through the memory protocol.
+
+    ``kind`` labels the recalled item (verbatim, summary, retrieved); ``describe`` returns the
+    inspector's snapshot of the wrapped class (its summary, its message count, ...).
+    """
+
+    def __init__(
+        self,
+        inner: BaseMemory,
+        name: str = "",
+        kind: str = "verbatim",
+        describe: Callable[[Any], dict[str, Any]] | None = None,
+    ):
+        self.inner = inner
+        self.name = name or type(inner).__name__
+        self.kind = kind
+        self._describe = describe
+
+    def observe(self, exchange: Exchange) -> None:
+        self.inner.save_context({INPUT_KEY: exchange.user}, {OUTPUT_KEY: exchange.assistant})
+
+    def end_session(self, session: SessionInfo) -> None:
+        """Classic memories know nothing of sessions."""
+
+    def recall(self, query: Query) -> Recall:
+        value = self.inner.load_memory_variables({INPUT_KEY: query.text})[MEMORY_KEY]
+        if not isinstance(value, str):
+            raise TypeError(
+                f"memory '{self.name}' returned {type(value).__name__} for '{MEMORY_KEY}'; "
+                "a LangChain memory must return its context as a string (return_messages=False)"
+            )
+        return Recall((Item(value, (), self.kind),) if value else ())
+
+    def snapshot(self) -> dict[str, Any]:
+        state: dict[str, Any] = {"class": type(self.inner).__name__}
+        if self._describe is not None:
+            state.update(self._describe(self.inner))
+        return state
+
+    def close(self) -> None:
+        """Stores are released through the factory's ``on_close``."""
 
 
-@register_memory(
-    "window",
-    "The last k exchanges, verbatim (ConversationBufferWindowMemory).",
-    {"k": "exchanges kept (LangChain's default is 5)"},
-)
-def window(ctx: BuildContext, k: int = 5) -> ConversationBufferWindowMemory:
-    if k < 1:
-        raise ValueError("window: k must be at least 1")
-    return ConversationBufferWindowMemory(**_COMMON, k=k, return_messages=False)
+def _messages(memory: Any) -> dict[str, Any]:
+    return {"messages": len(memory.chat_memory.messages)}
 
 
-@register_memory(
-    "summary",
-    "A running summary rewritten by the memory LLM after every exchange "
-    "(ConversationSummaryMemory).",
-)
-def summary(ctx: BuildContext) -> ConversationSummaryMemory:
-    return ConversationSummaryMemory(**_COMMON, llm=ctx.memory_llm, return_messages=False)
+def buffer(res: MemoryResources) -> ClassicMemory:
+    from langchain_classic.memory import ConversationBufferMemory
+
+    memory = ConversationBufferMemory(**_COMMON, return_messages=False)
+    return ClassicMemory(memory, "buffer", "verbatim", _messages)
 
 
-@register_memory(
-    "summary_buffer",
-    "Recent exchanges verbatim up to a token limit, older ones folded into a summary "
-    "(ConversationSummaryBufferMemory).",
-    {"max_token_limit": "tokens of verbatim history kept before summarising"},
-)
-def summary_buffer(
-    ctx: BuildContext, max_token_limit: int = 600
-) -> ConversationSummaryBufferMemory:
-    if max_token_limit < 1:
-        raise ValueError("summary_buffer: max_token_limit must be positive")
-    return ConversationSummaryBufferMemory(
-        **_COMMON, llm=ctx.memory_llm, max_token_limit=max_token_limit, return_messages=False
+def window(res: MemoryResources, k: int = 5) -> ClassicMemory:
+    from langchain_classic.memory import ConversationBufferWindowMemory
+
+    memory = ConversationBufferWindowMemory(**_COMMON, k=k, return_messages=False)
+    return ClassicMemory(memory, "window", "verbatim", _messages)
+
+
+def summary(res: MemoryResources) -> ClassicMemory:
+    from langchain_classic.memory import ConversationSummaryMemory
+
+    memory = ConversationSummaryMemory(**_COMMON, llm=res.memory_llm, return_messages=False)
+    return ClassicMemory(memory, "summary", "summary", lambda m: {"summary": m.buffer})
+
+
+def summary_buffer(res: MemoryResources, max_token_limit: int = 600) -> ClassicMemory:
+    from langchain_classic.memory import ConversationSummaryBufferMemory
+
+    memory = ConversationSummaryBufferMemory(
+        **_COMMON, llm=res.memory_llm, max_token_limit=max_token_limit, return_messages=False
+    )
+    return ClassicMemory(
+        memory,
+        "summary_buffer",
+        "verbatim",
+        lambda m: {"summary": m.moving_summary_buffer, **_messages(m)},
     )
 
 
-def _chroma_client() -> chromadb.ClientAPI:
+def vector(res: MemoryResources, k: int = 4) -> ClassicMemory:
+    import chromadb
+    from chromadb.config import Settings
+    from langchain_chroma import Chroma
+    from langchain_classic.memory import VectorStoreRetrieverMemory
+
     # In-memory and telemetry off: nothing persists between runs and nothing leaves the machine.
-    return chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
-
-
-@register_memory(
-    "vector",
-    "The k past exchanges most similar to the input, from a Chroma store "
-    "(VectorStoreRetrieverMemory).",
-    {"k": "exchanges retrieved per prompt"},
-)
-def vector(ctx: BuildContext, k: int = 4) -> VectorStoreRetrieverMemory:
-    if k < 1:
-        raise ValueError("vector: k must be at least 1")
-    client = _chroma_client()
+    client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
     store = Chroma(
-        collection_name=ctx.cell_id,
-        embedding_function=ctx.embeddings,  # always ours: Chroma's default would download
+        collection_name=res.cell_id,
+        embedding_function=res.embeddings,  # always ours: Chroma's default would download
         client=client,
         collection_metadata={"hnsw:space": "cosine"},
     )
-    ctx.on_close(lambda: client.delete_collection(ctx.cell_id))
+    res.on_close(lambda: client.delete_collection(res.cell_id))
     retriever = store.as_retriever(search_kwargs={"k": k})
-    return VectorStoreRetrieverMemory(
+    memory = VectorStoreRetrieverMemory(
         retriever=retriever, memory_key=MEMORY_KEY, input_key=INPUT_KEY
     )
+    return ClassicMemory(
+        memory, "vector", "retrieved", lambda m: {"documents": store._collection.count()}
+    )
+
+
+MEMORIES = (
+    declare("buffer", buffer, "Every exchange, verbatim (ConversationBufferMemory)."),
+    declare(
+        "window",
+        window,
+        "The last k exchanges, verbatim (ConversationBufferWindowMemory).",
+        {"k": ParamDoc("exchanges kept (LangChain's default is 5)", min=1)},
+    ),
+    declare(
+        "summary",
+        summary,
+        "A running summary rewritten by the memory LLM after every exchange "
+        "(ConversationSummaryMemory).",
+        roles=("memory",),
+    ),
+    declare(
+        "summary_buffer",
+        summary_buffer,
+        "Recent exchanges verbatim up to a token limit, older ones folded into a summary "
+        "(ConversationSummaryBufferMemory).",
+        {"max_token_limit": ParamDoc("tokens of verbatim history kept before summarising", min=1)},
+        roles=("memory",),
+    ),
+    declare(
+        "vector",
+        vector,
+        "The k past exchanges most similar to the input, from a Chroma store "
+        "(VectorStoreRetrieverMemory).",
+        {"k": ParamDoc("exchanges retrieved per prompt", min=1)},
+    ),
+)

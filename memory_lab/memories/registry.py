@@ -1,65 +1,139 @@
-"""Memory registry: a snake_case name -> a factory with typed, defaulted parameters.
+"""Memory registry: a snake_case name -> a factory with typed, defaulted, validated parameters.
 
-The adapter contract is one signature: ``factory(ctx: BuildContext, **params) -> BaseMemory``.
-The returned memory exposes the conversation context as a *string* under ``history`` (the
-adapters hide LangChain's ``return_messages`` switch), takes turns through ``save_context`` and is
-fresh for every (memory, dialogue) cell. Anything that can satisfy that - a classic LangChain
-memory, or a small ``TextMemory`` subclass wrapping a LangGraph store, tiered memory or hybrid
-retrieval - plugs into the same runner unchanged.
+The factory contract is one signature: ``factory(res: MemoryResources, **params) -> Memory``
+(a LangChain ``BaseMemory`` is accepted too and wrapped by ``ClassicMemory``). Parameters are the
+factory's keyword arguments: annotated ``int``, ``float``, ``str``, ``bool``, ``list[...]`` of
+those, or ``Literal[...]`` choices, each with a default; bounds are declared with ``ParamDoc``.
+Specs are checked when parsed, so ``window:k=-1`` fails before a results folder is made.
+
+Memories come from three places, all explicit: the built-in modules listed in
+``BUILTIN_MODULES``; ``module:factory`` specs (imported on use, so they also work in ``--jobs``
+workers and on ``--resume``); and the ``memory_lab.memories`` entry-point group of installed
+packages. ``register_memory`` adds one from a notebook or test (that process only).
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
+import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, replace
+from importlib import metadata
+from typing import Any, Literal
 
-from langchain_classic.base_memory import BaseMemory
-from langchain_core.embeddings import Embeddings
-from langchain_core.language_models import BaseChatModel
+BUILTIN_MODULES = ("memory_lab.memories.classic",)
+ENTRY_POINT_GROUP = "memory_lab.memories"
+LIST_SEPARATOR = "+"
 
-_TYPES = (int, float, str, bool)
-_TYPE_NAMES = {t.__name__: t for t in _TYPES}
+_SCALARS = (int, float, str, bool)
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_SOURCE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
-@dataclass
-class BuildContext:
-    """What a factory may use to build a memory for one cell.
+class MemorySpecError(ValueError):
+    """An unknown memory, unknown parameter or bad value in a memory spec."""
 
-    ``memory_llm`` and ``embeddings`` are already wired to the cell's token meter; ``cell_id`` is
-    unique per cell and safe as a Chroma collection name. Register teardown with ``on_close``.
-    """
 
-    memory_llm: BaseChatModel
-    embeddings: Embeddings
-    cell_id: str
-    closers: list[Callable[[], None]] = field(default_factory=list)
+@dataclass(frozen=True)
+class ParamDoc:
+    """Help text and bounds for one factory parameter (type and default come from its signature)."""
 
-    def on_close(self, fn: Callable[[], None]) -> None:
-        self.closers.append(fn)
-
-    def close(self) -> None:
-        while self.closers:
-            self.closers.pop()()
+    help: str = ""
+    min: float | None = None
+    max: float | None = None
 
 
 @dataclass(frozen=True)
 class Param:
     name: str
-    type: type
+    type: Any  # int | float | str | bool | list[...] | Literal[...]
     default: Any
     help: str = ""
+    min: float | None = None
+    max: float | None = None
+
+    @property
+    def type_name(self) -> str:
+        origin = typing.get_origin(self.type)
+        if origin is Literal:
+            return "|".join(str(c) for c in typing.get_args(self.type))
+        if origin is list:
+            return f"list[{typing.get_args(self.type)[0].__name__}]"
+        return self.type.__name__
+
+    def check(self, value: Any, memory: str) -> Any:
+        """``value`` converted and checked; MemorySpecError naming the memory otherwise."""
+        origin = typing.get_origin(self.type)
+        if origin is list:
+            inner = typing.get_args(self.type)[0]
+            if isinstance(value, str):
+                value = [v for v in value.split(LIST_SEPARATOR) if v.strip()]
+            if not isinstance(value, (list, tuple)):
+                raise self._error(memory, value)
+            return [self._scalar(inner, v, memory) for v in value]
+        if origin is Literal:
+            choices = typing.get_args(self.type)
+            for choice in choices:
+                if str(choice) == str(value):
+                    return choice
+            raise MemorySpecError(
+                f"memory '{memory}': parameter '{self.name}' must be one of "
+                f"{', '.join(map(str, choices))}, got {value!r}"
+            )
+        return self._scalar(self.type, value, memory)
+
+    def _scalar(self, kind: type, raw: Any, memory: str) -> Any:
+        try:
+            if kind is bool:
+                if isinstance(raw, bool):
+                    value = raw
+                elif str(raw).lower() in ("1", "true", "yes", "on"):
+                    value = True
+                elif str(raw).lower() in ("0", "false", "no", "off"):
+                    value = False
+                else:
+                    raise ValueError(raw)
+            elif kind is int and isinstance(raw, float) and not raw.is_integer():
+                raise ValueError(raw)
+            else:
+                value = kind(str(raw).strip() if not isinstance(raw, (int, float)) else raw)
+        except (TypeError, ValueError):
+            raise self._error(memory, raw) from None
+        if kind in (int, float):
+            if self.min is not None and value < self.min:
+                raise MemorySpecError(
+                    f"memory '{memory}': parameter '{self.name}' must be at least "
+                    f"{_num(self.min)}, got {value}"
+                )
+            if self.max is not None and value > self.max:
+                raise MemorySpecError(
+                    f"memory '{memory}': parameter '{self.name}' must be at most "
+                    f"{_num(self.max)}, got {value}"
+                )
+        return value
+
+    def _error(self, memory: str, raw: Any) -> MemorySpecError:
+        return MemorySpecError(
+            f"memory '{memory}': parameter '{self.name}' must be {self.type_name}, got {raw!r}"
+        )
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
 
 
 @dataclass(frozen=True)
 class MemoryFactory:
+    """A registered memory: how to build it, its parameters, and the model roles it uses."""
+
     name: str
-    build: Callable[..., BaseMemory]
+    build: Callable[..., Any]
     params: tuple[Param, ...]
     description: str
+    roles: tuple[str, ...] = ()
+    source: str | None = None  # "module:attr" to import it from, for workers and resume
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
@@ -72,39 +146,110 @@ class MemorySpec:
     name: str
     params: dict[str, Any]
     label: str
+    source: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "name": self.name,
+            "params": self.params,
+            "source": self.source,
+        }
 
 
-class MemorySpecError(ValueError):
-    """An unknown memory, unknown parameter or bad value in a memory spec."""
+def _annotation(fn: Callable[..., Any], raw: Any) -> Any:
+    if not isinstance(raw, str):
+        return raw
+    namespace = {**vars(typing), "list": list, **getattr(fn, "__globals__", {})}
+    try:
+        return eval(raw, namespace)  # noqa: S307 - a postponed annotation of our own caller
+    except Exception:  # noqa: BLE001
+        return raw
 
 
-_REGISTRY: dict[str, MemoryFactory] = {}
+def _valid_type(kind: Any) -> bool:
+    origin = typing.get_origin(kind)
+    if origin is list:
+        args = typing.get_args(kind)
+        return len(args) == 1 and args[0] in _SCALARS
+    if origin is Literal:
+        return all(isinstance(c, (str, int, bool)) for c in typing.get_args(kind))
+    return kind in _SCALARS
 
 
-def register_memory(
-    name: str, description: str, param_help: dict[str, str] | None = None
-) -> Callable[[Callable[..., BaseMemory]], Callable[..., BaseMemory]]:
-    """Register ``factory(ctx, **params)`` under ``name``; parameters come from its signature.
+def declare(
+    name: str,
+    build: Callable[..., Any],
+    description: str,
+    params: dict[str, ParamDoc | str] | None = None,
+    roles: tuple[str, ...] = (),
+    source: str | None = None,
+) -> MemoryFactory:
+    """A ``MemoryFactory`` for ``build(res, **params)``, its parameters read from the signature.
 
-    Every parameter after ``ctx`` must be keyword-capable, annotated int/float/str/bool, and have
-    a default, so ``memory-lab list`` can show it and specs can override it.
+    Every parameter after ``res`` must be keyword-capable, annotated (int, float, str, bool,
+    ``list[...]`` of those, or ``Literal[...]``) and have a default.
     """
     if not _NAME.match(name):
         raise ValueError(f"memory name {name!r} must be snake_case")
-    helps = param_help or {}
+    docs = {k: ParamDoc(v) if isinstance(v, str) else v for k, v in (params or {}).items()}
+    out = []
+    for p in list(inspect.signature(build).parameters.values())[1:]:
+        kind = _annotation(build, p.annotation)
+        if not _valid_type(kind) or p.default is inspect.Parameter.empty:
+            raise TypeError(
+                f"memory {name!r}: parameter {p.name!r} needs an int/float/str/bool (or list, "
+                "Literal) annotation and a default"
+            )
+        doc = docs.pop(p.name, ParamDoc())
+        out.append(Param(p.name, kind, p.default, doc.help, doc.min, doc.max))
+    if docs:
+        raise TypeError(f"memory {name!r}: documented parameters not in the factory: {list(docs)}")
+    for p in out:  # a default must pass its own bounds
+        p.check(p.default, name)
+    return MemoryFactory(name, build, tuple(out), description, tuple(roles), source)
 
-    def decorator(fn: Callable[..., BaseMemory]) -> Callable[..., BaseMemory]:
-        sig = inspect.signature(fn)
-        params = []
-        for p in list(sig.parameters.values())[1:]:
-            annotation = _TYPE_NAMES.get(p.annotation, p.annotation)  # postponed annotations
-            if annotation not in _TYPES or p.default is inspect.Parameter.empty:
-                raise TypeError(
-                    f"memory {name!r}: parameter {p.name!r} needs an int/float/str/bool "
-                    "annotation and a default"
-                )
-            params.append(Param(p.name, annotation, p.default, helps.get(p.name, "")))
-        _REGISTRY[name] = MemoryFactory(name, fn, tuple(params), description)
+
+_REGISTRY: dict[str, MemoryFactory] = {}
+_LOADED = False
+
+
+def _load_builtins() -> None:
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    for module in BUILTIN_MODULES:
+        for factory in importlib.import_module(module).MEMORIES:
+            _REGISTRY.setdefault(factory.name, factory)
+
+
+def add_memory(factory: MemoryFactory) -> MemoryFactory:
+    """Register a declared memory (replacing one of the same name)."""
+    _load_builtins()
+    _REGISTRY[factory.name] = factory
+    return factory
+
+
+def register_memory(
+    name: str,
+    description: str,
+    params: dict[str, ParamDoc | str] | None = None,
+    roles: tuple[str, ...] = (),
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: register ``factory(res, **params)`` under ``name`` in this process.
+
+    Defined in an importable module, the memory can also be named as ``module:factory`` in a
+    spec, which makes it available in ``--jobs`` workers and on ``--resume``.
+    """
+
+    def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+        module = getattr(fn, "__module__", None)
+        source = None
+        if module and module != "__main__" and "<locals>" not in fn.__qualname__:
+            source = f"{module}:{fn.__name__}"
+        add_memory(declare(name, fn, description, params, roles, source))
+        fn.memory_name = name  # type: ignore[attr-defined]
         return fn
 
     return decorator
@@ -116,33 +261,83 @@ def unregister_memory(name: str) -> None:
 
 
 def memory_factories() -> dict[str, MemoryFactory]:
-    """All registered memories, by name, in registration order."""
+    """All known memories, by name: built-ins first, then installed and registered ones."""
+    _load_builtins()
+    for ep in _entry_points():
+        if ep.name not in _REGISTRY:
+            try:
+                _import_source(ep.value, ep.name)
+            except MemorySpecError:
+                continue
     return dict(_REGISTRY)
 
 
-def _convert(factory: MemoryFactory, param: Param, raw: str) -> Any:
+def _entry_points() -> list[metadata.EntryPoint]:
+    return list(metadata.entry_points(group=ENTRY_POINT_GROUP))
+
+
+def _import_source(source: str, name_hint: str | None = None) -> MemoryFactory:
+    """Import ``module:attr`` and return the memory it defines (registering it if needed)."""
+    module_name, _, attr = source.partition(":")
     try:
-        if param.type is bool:
-            if raw.lower() in ("1", "true", "yes", "on"):
-                return True
-            if raw.lower() in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(raw)
-        return param.type(raw)
-    except ValueError:
-        raise MemorySpecError(
-            f"memory '{factory.name}': parameter '{param.name}' must be "
-            f"{param.type.__name__}, got {raw!r}"
-        ) from None
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise MemorySpecError(f"memory '{source}': cannot import {module_name!r}: {exc}") from None
+    obj = getattr(module, attr, None)
+    if obj is None:
+        raise MemorySpecError(f"memory '{source}': module {module_name!r} has no {attr!r}")
+    if isinstance(obj, MemoryFactory):
+        factory = obj
+    else:
+        name = getattr(obj, "memory_name", None)
+        if name and name in _REGISTRY and _REGISTRY[name].build is obj:
+            factory = _REGISTRY[name]
+        elif callable(obj):
+            doc = (inspect.getdoc(obj) or "").split("\n")[0]
+            factory = declare(name or name_hint or attr, obj, doc or source)
+        else:
+            raise MemorySpecError(f"memory '{source}': {attr!r} is not a memory factory")
+    factory = replace(factory, source=source)
+    _REGISTRY[factory.name] = factory
+    return factory
+
+
+def _split_spec(spec: str) -> tuple[str | None, str, str]:
+    """(source or None, name, params text) of a spec."""
+    text = spec.strip()
+    parts = text.split(":")
+    known = parts[0] in _REGISTRY or any(ep.name == parts[0] for ep in _entry_points())
+    if not known and len(parts) >= 2 and _SOURCE.match(f"{parts[0]}:{parts[1]}"):
+        return f"{parts[0]}:{parts[1]}", "", ":".join(parts[2:])
+    name, _, rest = text.partition(":")
+    return None, name, rest
+
+
+def factory_for(name: str, source: str | None = None) -> MemoryFactory:
+    """The registered factory for a name, importing ``source`` or an entry point when needed."""
+    _load_builtins()
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    if source:
+        return _import_source(source, name)
+    for ep in _entry_points():
+        if ep.name == name:
+            return _import_source(ep.value, name)
+    known = ", ".join(memory_factories()) or "none registered"
+    raise MemorySpecError(f"unknown memory {name!r} (known: {known}; or give module:factory)")
 
 
 def parse_memory_spec(spec: str) -> MemorySpec:
-    """Parse ``name`` or ``name:key=value,key=value`` (e.g. ``window:k=4``)."""
-    name, _, rest = spec.strip().partition(":")
-    factory = _REGISTRY.get(name)
-    if factory is None:
-        known = ", ".join(_REGISTRY) or "none registered"
-        raise MemorySpecError(f"unknown memory {name!r} in spec {spec!r} (known: {known})")
+    """Parse ``name``, ``name:key=value,key=value`` or ``module:factory[:key=value,...]``.
+
+    List values are joined with ``+`` (``hybrid:weights=0.6+0.4``).
+    """
+    _load_builtins()
+    source, name, rest = _split_spec(spec)
+    try:
+        factory = _import_source(source) if source else factory_for(name)
+    except MemorySpecError as exc:
+        raise MemorySpecError(f"{exc} (in spec {spec!r})") from None
     by_name = {p.name: p for p in factory.params}
     given: dict[str, Any] = {}
     for item in filter(None, (x.strip() for x in rest.split(","))):
@@ -153,19 +348,58 @@ def parse_memory_spec(spec: str) -> MemorySpec:
         if key not in by_name:
             allowed = ", ".join(by_name) or "none"
             raise MemorySpecError(
-                f"memory '{name}' has no parameter {key!r} (parameters: {allowed})"
+                f"memory '{factory.name}' has no parameter {key!r} (parameters: {allowed})"
             )
-        given[key] = _convert(factory, by_name[key], raw.strip())
+        given[key] = by_name[key].check(raw.strip(), factory.name)
+    return make_spec(factory, given)
+
+
+def _show(value: Any) -> str:
+    return LIST_SEPARATOR.join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def make_spec(factory: MemoryFactory, given: dict[str, Any]) -> MemorySpec:
+    """A spec of ``factory`` with the ``given`` parameters (the rest at their defaults)."""
     params = {**factory.defaults(), **given}
-    label = name + (":" + ",".join(f"{k}={given[k]}" for k in sorted(given)) if given else "")
-    return MemorySpec(name=name, params=params, label=label)
+    label = factory.name
+    if given:
+        label += ":" + ",".join(f"{k}={_show(given[k])}" for k in sorted(given))
+    return MemorySpec(factory.name, params, label, factory.source)
 
 
-def build_memory(spec: MemorySpec, ctx: BuildContext) -> BaseMemory:
-    """Build a fresh memory for one cell and check it honours the adapter contract."""
-    memory = _REGISTRY[spec.name].build(ctx, **spec.params)
-    if not isinstance(memory, BaseMemory):
+def spec_from_json(data: dict[str, Any]) -> MemorySpec:
+    """Rebuild a spec from run.json: the recorded parameters, checked, never today's defaults."""
+    factory = factory_for(data["name"], data.get("source"))
+    by_name = {p.name: p for p in factory.params}
+    params = {}
+    for key, value in data.get("params", {}).items():
+        if key not in by_name:
+            raise MemorySpecError(
+                f"memory '{factory.name}' no longer has the recorded parameter {key!r}"
+            )
+        params[key] = by_name[key].check(value, factory.name)
+    missing = sorted(set(by_name) - set(params))
+    if missing:
+        raise MemorySpecError(
+            f"memory '{factory.name}' has parameters not recorded in run.json: {missing}"
+        )
+    return MemorySpec(factory.name, params, data["label"], factory.source)
+
+
+def build_memory(spec: MemorySpec, res: Any) -> Any:
+    """Build a fresh memory for one cell; LangChain memories are wrapped in ``ClassicMemory``."""
+    from langchain_classic.base_memory import BaseMemory
+
+    from memory_lab.memories.classic import ClassicMemory
+    from memory_lab.memories.protocol import Memory
+
+    factory = factory_for(spec.name, spec.source)
+    memory = factory.build(res, **spec.params)
+    if isinstance(memory, BaseMemory):
+        return ClassicMemory(memory, spec.name)
+    if not isinstance(memory, Memory):
         raise TypeError(
-            f"memory '{spec.name}' factory returned {type(memory).__name__}, not a BaseMemory"
+            f"memory '{spec.name}' factory returned {type(memory).__name__}, which has not "
+            "observe/end_session/recall/snapshot/close (the Memory protocol) nor is a BaseMemory"
         )
     return memory

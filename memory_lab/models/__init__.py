@@ -1,7 +1,8 @@
 """Models named by a string: ``offline`` today; real providers go through the same door.
 
 ``resolve_chat_model(spec, role)`` returns a LangChain chat model for a role: ``reader`` (answers
-the conversation) or ``memory`` (the LLM inside summary memories).
+the conversation), or a memory model role (``memory``, the LLM inside memories, or any other role
+a memory declares, such as ``extractor``), served offline by the offline memory model.
 """
 
 from __future__ import annotations
@@ -9,23 +10,22 @@ from __future__ import annotations
 from langchain_core.language_models import BaseChatModel
 
 from memory_lab.models.embeddings import EMBEDDING_MODEL_NAME, OfflineEmbeddings
-from memory_lab.models.offline_reader import ABSTAIN_REPLY, OfflineReader, is_abstention
+from memory_lab.models.offline_memory import OfflineMemoryModel
+from memory_lab.models.offline_reader import ABSTAIN_REPLY, OfflineReader
 from memory_lab.models.offline_summarizer import OfflineSummarizer
 from memory_lab.models.providers import ProviderError, provider_chat_model
 from memory_lab.models.tokens import TOKENIZER_NAME, count_tokens
-
-ROLES = ("reader", "memory")
 
 __all__ = [
     "ABSTAIN_REPLY",
     "EMBEDDING_MODEL_NAME",
     "TOKENIZER_NAME",
     "OfflineEmbeddings",
+    "OfflineMemoryModel",
     "OfflineReader",
     "OfflineSummarizer",
     "ProviderError",
     "count_tokens",
-    "is_abstention",
     "resolve_chat_model",
     "model_name",
     "model_params",
@@ -43,12 +43,12 @@ def resolve_chat_model(
     ``offline`` gives the offline reader or summarizer; ``PROVIDER:MODEL`` a real model through
     LangChain (ProviderError, a ValueError, says what to install or set when it cannot).
     """
-    if role not in ROLES:
-        raise ValueError(f"unknown model role {role!r} (known: {', '.join(ROLES)})")
+    if not role.isidentifier() or role == "judge":
+        raise ValueError(f"model role {role!r}: use reader or a memory model role name")
     if spec == "offline":
         if role == "reader":
             return OfflineReader(embeddings=(embeddings or OfflineEmbeddings()).view(None))
-        return OfflineSummarizer()
+        return OfflineMemoryModel()
     return provider_chat_model(spec, base_url=base_url)
 
 
@@ -62,5 +62,5 @@ def model_params(spec: str, role: str, base_url: str | None = None) -> dict:
 def model_name(spec: str, role: str) -> str:
     """The name recorded in run.json for the model a spec resolves to."""
     if spec == "offline":
-        return "offline-reader" if role == "reader" else "offline-summarizer"
+        return "offline-reader" if role == "reader" else "offline-memory-model"
     return spec

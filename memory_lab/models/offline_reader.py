@@ -197,23 +197,3 @@ class OfflineReader(OfflineChatModel):
                 chosen.append(item)
         chosen.sort(key=lambda x: x[1])  # keep memory order
         return " ".join(s for _, _, s in chosen)
-
-
-_ABSTAIN_OPENINGS = (
-    "i don t know",
-    "i do not know",
-    "i m not sure",
-    "i am not sure",
-    "sorry i don t",
-    "you haven t told me",
-    "you have not told me",
-    "모르겠",
-    "잘 모르",
-    "알 수 없",
-)
-
-
-def is_abstention(reply: str) -> bool:
-    """True when a reply declines to answer: empty, or opening with an "I don't know" phrase."""
-    text = normalize(reply)
-    return not text or text.startswith(_ABSTAIN_OPENINGS)

@@ -43,7 +43,7 @@ def parse_summary_prompt(prompt: str) -> tuple[str, str]:
     return summary, new_lines
 
 
-def _sentences(text: str) -> list[tuple[str, str]]:
+def speaker_sentences(text: str) -> list[tuple[str, str]]:
     """(speaker, sentence) pairs; lines without a speaker prefix keep the previous speaker."""
     out: list[tuple[str, str]] = []
     speaker = "Human"
@@ -90,7 +90,7 @@ class OfflineSummarizer(OfflineChatModel):
 
     def summarize(self, previous: str, new_lines: str) -> str:
         """Keep the most informative sentences of previous + new within the budget, in order."""
-        items = _sentences(previous) + _sentences(new_lines)
+        items = speaker_sentences(previous) + speaker_sentences(new_lines)
         items = list(dict.fromkeys(items))
         ranked = sorted(
             range(len(items)),

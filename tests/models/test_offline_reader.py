@@ -1,7 +1,8 @@
 """The offline reader answers only from the memory part of its prompt, in English and Korean."""
 
-from memory_lab.models import ABSTAIN_REPLY, OfflineReader, is_abstention
+from memory_lab.models import ABSTAIN_REPLY, OfflineReader
 from memory_lab.prompt import render_prompt, split_prompt
+from memory_lab.scoring import is_abstention
 
 MEMORY_EN = """Human: The weather is nice today.
 AI: It really is.

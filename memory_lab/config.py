@@ -1,0 +1,105 @@
+"""``RunConfig``: every setting that shapes a run's numbers, in one frozen object.
+
+It is what the CLI builds, what ``run_benchmark`` and the workers receive, and what ``run.json``
+records (``to_json``) and ``--resume`` rebuilds (``from_json``). Run-wide named resources such as
+a database URL are deliberately not part of it: they are passed beside it and never written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+MODES = ("replay", "live")
+OFFLINE = "offline"
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used, named by its option."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Models by role, execution, protocol, pricing and cache settings of one run.
+
+    Models: ``llm`` answers the conversation; ``memory_llm`` is the ``memory`` role (the LLM
+    inside memories); ``roles`` names models for other roles a memory declares (each falls back
+    to ``memory_llm``); ``embeddings`` serves vector memories; ``judge`` grades replies.
+    """
+
+    llm: str = OFFLINE
+    memory_llm: str = OFFLINE
+    roles: dict[str, str] = field(default_factory=dict)
+    embeddings: str = OFFLINE
+    judge: str | None = None
+    base_url: str | None = None
+    mode: str = "replay"
+    record_prompts: bool = True
+    context_limit: int | None = None
+    jobs: int = 1
+    concurrency: int = 1
+    price_model: str | None = None
+    embedding_price_model: str | None = None
+    prices_file: str | None = None
+    cache: bool | str = True
+    dry_run: bool = False
+
+    def __post_init__(self) -> None:
+        if self.jobs < 1 or self.concurrency < 1:
+            raise ConfigError("--jobs and --concurrency must be at least 1")
+        if self.jobs > 1 and self.concurrency > 1:
+            raise ConfigError(
+                "use --jobs (CPU-bound, processes) or --concurrency (API-bound), not both"
+            )
+        if self.mode not in MODES:
+            raise ConfigError(f"--mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.context_limit is not None and self.context_limit < 1:
+            raise ConfigError("--context-limit must be a positive number of tokens")
+        for role in self.roles:
+            if role in ("reader", "judge") or not role.isidentifier():
+                raise ConfigError(f"--model: {role!r} is not a memory model role name")
+
+    def role_spec(self, role: str) -> str:
+        """The model string serving a memory role (``memory`` or one a memory declared)."""
+        if role == "memory":
+            return self.memory_llm
+        return self.roles.get(role, self.memory_llm)
+
+    def model_specs(self) -> list[str]:
+        """Every model string this run may call (for provider checks before the run)."""
+        specs = [self.llm, self.memory_llm, *self.roles.values(), self.embeddings]
+        return [s for s in dict.fromkeys(specs + [self.judge or OFFLINE]) if s != OFFLINE]
+
+    def uses_provider(self) -> bool:
+        return bool(self.model_specs())
+
+    def offline_stand_ins(self) -> RunConfig:
+        """The configuration a dry run executes: every model offline, nothing else changed."""
+        return dataclasses.replace(
+            self,
+            llm=OFFLINE,
+            memory_llm=OFFLINE,
+            roles={k: OFFLINE for k in self.roles},
+            embeddings=OFFLINE,
+        )
+
+    def replace(self, **changes: Any) -> RunConfig:
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "run.json") -> RunConfig:
+        """Rebuild from ``to_json`` output; ConfigError naming the file and field otherwise."""
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where}: config must be an object, got {type(data).__name__}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ConfigError(f"{where}: config has unknown field(s): {', '.join(unknown)}")
+        try:
+            return cls(**data)
+        except TypeError as exc:
+            raise ConfigError(f"{where}: config: {exc}") from None

@@ -1,0 +1,171 @@
+"""The memory contract: what every memory receives, what it returns, and what it may use.
+
+A memory is any object with five methods (``Memory``). The runner hands it each ``Exchange`` as
+it happens (texts, turn ids, session id and date), tells it when a session ends, and asks it to
+``recall`` what to show the answering model for a ``Query``. ``render_recall`` turns a ``Recall``
+into the ``history`` text of the shared prompt; the runner's bridge hands that to the one
+``ConversationChain``, so every memory is answered the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.language_models import BaseChatModel
+
+ITEM_KINDS = ("verbatim", "summary", "retrieved", "fact", "profile", "core", "other")
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A user turn and the assistant reply after it, observed together.
+
+    ``user_turn_id`` is None for assistant turns with no user turn before them (a dialogue that
+    opens with the assistant). ``session_date`` is the session's date as written in the dialogue
+    (e.g. ``"2026-03-02"`` or LoCoMo's ``"1:56 pm on 8 May, 2023"``), or None.
+    """
+
+    index: int
+    user: str
+    assistant: str
+    user_turn_id: str | None
+    assistant_turn_ids: tuple[str, ...]
+    session_id: str
+    session_date: str | None = None
+
+    @property
+    def turn_ids(self) -> tuple[str, ...]:
+        return ((self.user_turn_id,) if self.user_turn_id else ()) + self.assistant_turn_ids
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """A session of a dialogue: its id, date (or None) and 0-based position."""
+
+    id: str
+    date: str | None
+    index: int
+
+
+@dataclass(frozen=True)
+class Query:
+    """What the answering model is about to be asked, and when in the dialogue."""
+
+    text: str
+    session_id: str | None = None
+    session_date: str | None = None
+
+
+@dataclass(frozen=True)
+class Item:
+    """One piece of recalled memory: its text, the turns it came from (when known), its kind."""
+
+    text: str
+    turn_ids: tuple[str, ...] = ()
+    kind: str = "verbatim"
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What a memory shows the model for one query, in prompt order."""
+
+    items: tuple[Item, ...] = ()
+
+    @property
+    def turn_ids(self) -> tuple[str, ...]:
+        """Every source turn id reported by the items, in order, without repeats."""
+        return tuple(dict.fromkeys(t for item in self.items for t in item.turn_ids))
+
+
+def render_recall(recall: Recall) -> str:
+    """The ``history`` text of the shared prompt: the items' texts, one after another."""
+    return "\n".join(item.text for item in recall.items if item.text)
+
+
+@runtime_checkable
+class Memory(Protocol):
+    """The one contract every memory fulfils (classic ones through ``ClassicMemory``)."""
+
+    def observe(self, exchange: Exchange) -> None:
+        """Remember one exchange."""
+
+    def end_session(self, session: SessionInfo) -> None:
+        """A session has ended (the next exchange, if any, opens a new one)."""
+
+    def recall(self, query: Query) -> Recall:
+        """What to show the answering model for this query. Must not change the memory."""
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the memory holds, as plain data, for the inspector."""
+
+    def close(self) -> None:
+        """Release what the memory holds (stores, files)."""
+
+
+@dataclass
+class MemoryResources:
+    """What a factory may use to build a memory for one cell.
+
+    ``model(role)`` gives the chat model for a role (``memory`` by default; a memory may declare
+    others such as ``extractor``), each metered on its own. ``embeddings`` is metered too.
+    ``resource(name)`` reads a run-wide named resource (``--resource NAME=VALUE``), which is
+    never written to any file. ``cell_id`` is unique per cell and safe as a Chroma collection
+    name; ``cell_dir`` is a folder the memory may write files to. Register teardown with
+    ``on_close``.
+    """
+
+    models: Mapping[str, BaseChatModel]
+    embeddings: Embeddings
+    cell_id: str
+    memory_name: str = ""
+    tokenizer: Callable[[str], int] | None = None
+    resources: Mapping[str, str] = field(default_factory=dict)
+    cell_dir: str | None = None
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+    @property
+    def memory_llm(self) -> BaseChatModel:
+        """The ``memory`` role's chat model (summaries, extraction)."""
+        return self.model("memory")
+
+    def model(self, role: str) -> BaseChatModel:
+        if role not in self.models:
+            known = ", ".join(self.models) or "none"
+            raise KeyError(
+                f"memory '{self.memory_name}' asked for model role {role!r}, which it did not "
+                f"declare (declared: {known}); list it in register_memory(..., roles=...)"
+            )
+        return self.models[role]
+
+    def count_tokens(self, text: str) -> int:
+        if self.tokenizer is None:
+            from memory_lab.models.tokens import count_tokens
+
+            return count_tokens(text)
+        return self.tokenizer(text)
+
+    def resource(self, name: str) -> str:
+        """The named resource: ``--resource NAME=VALUE``, else ``MEMORY_LAB_<NAME>``."""
+        import os
+
+        env = os.environ.get(f"MEMORY_LAB_{name.upper()}")
+        if name not in self.resources and env:
+            return env
+        if name not in self.resources:
+            known = ", ".join(sorted(self.resources)) or "none given"
+            raise KeyError(
+                f"memory '{self.memory_name}' needs the resource {name!r}: pass "
+                f"--resource {name}=VALUE or set MEMORY_LAB_{name.upper()} (given: {known})"
+            )
+        return self.resources[name]
+
+    def on_close(self, fn: Callable[[], None]) -> None:
+        self.closers.append(fn)
+
+    def close(self) -> None:
+        while self.closers:
+            self.closers.pop()()

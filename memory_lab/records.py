@@ -1,0 +1,132 @@
+"""Typed records: the single schema of ``records.jsonl`` and of ``read_results`` columns.
+
+A run writes one ``TurnRecord`` per exchange, one ``ProbeRecord`` per probe, one ``UsageRecord``
+per memory model role that was called while saving an exchange, and one ``CellRecord`` per
+(memory, dialogue) cell. Every field is always written, so a run where every cell failed has
+the same columns as one where none did.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass
+class _Record:
+    kind: ClassVar[str] = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, **dataclasses.asdict(self)}
+
+    @classmethod
+    def columns(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+
+@dataclass
+class TurnRecord(_Record):
+    """One exchange: the prompt the answering model would receive, and what saving it cost."""
+
+    kind: ClassVar[str] = "turn"
+    memory: str
+    memory_name: str
+    dialogue: str
+    language: str
+    session: str
+    turn_id: str
+    exchange: int
+    prompt_tokens: int = 0
+    context_tokens: int = 0
+    completion_tokens: int = 0
+    truncated: bool = False
+    memory_llm_calls: int = 0
+    memory_cache_hits: int = 0
+    memory_input_tokens: int = 0
+    memory_output_tokens: int = 0
+    embedding_tokens: int = 0
+    memory_tokens: int = 0
+    seconds: float = 0.0
+    session_date: str | None = None
+    prompt_tokens_counted: int | None = None  # live mode: our count beside the provider's
+    reply: str | None = None  # live mode: the model's reply, saved into memory
+    prompt: str | None = None
+
+
+@dataclass
+class ProbeRecord(_Record):
+    """One probe: the reply, how it scored, and what the prompt held."""
+
+    kind: ClassVar[str] = "probe"
+    memory: str
+    memory_name: str
+    dialogue: str
+    language: str
+    probe_id: str
+    category: str
+    after: str
+    exchange: int
+    question: str
+    answers: list[str]
+    stale_answers: list[str]
+    derived: bool
+    reply: str
+    correct: bool
+    context_hit: bool | None
+    stale: bool
+    abstained: bool
+    prompt_tokens: int
+    completion_tokens: int
+    prompt_tokens_counted: int
+    usage_source: str
+    cache_hit: bool
+    context_tokens: int
+    truncated: bool
+    memory_tokens: int
+    embedding_tokens: int
+    seconds: float
+    prompt: str
+    evidence: list[str] = field(default_factory=list)
+    recalled_turns: list[str] | None = None  # source turn ids the memory reported, if any
+    judge_correct: bool | None = None
+    judge_raw: str | None = None
+    judge_cache_hit: bool | None = None
+    judge_input_tokens: int | None = None
+    judge_output_tokens: int | None = None
+    probe_metadata: dict[str, Any] | None = None
+
+
+@dataclass
+class UsageRecord(_Record):
+    """Calls of one memory model role while saving one exchange (a breakdown of the turn's)."""
+
+    kind: ClassVar[str] = "usage"
+    memory: str
+    memory_name: str
+    dialogue: str
+    exchange: int
+    role: str
+    model: str
+    llm_calls: int
+    cache_hits: int
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass
+class CellRecord(_Record):
+    """How one (memory, dialogue) cell ended."""
+
+    kind: ClassVar[str] = "cell"
+    memory: str
+    memory_name: str
+    dialogue: str
+    status: str
+    error: str | None
+    seconds: float
+
+
+RECORD_TYPES: dict[str, type[_Record]] = {
+    r.kind: r for r in (TurnRecord, ProbeRecord, UsageRecord, CellRecord)
+}
