@@ -25,7 +25,7 @@ def test_each_question_is_a_dialogue_with_dated_sessions_and_one_probe():
     assert probe.metadata["question_type"] == "single-session-user"
     assert dialogues["lme-gpt4-2655b836-abs"].probes[0].category == "abstention"
     update = dialogues["lme-6a1eabeb"].probes[0]
-    assert update.category == "update" and update.derived  # "5" is said as "five"
+    assert update.category == "update" and not update.derived  # "5" is found as "five"
 
 
 def test_malformed_record_names_question_and_field(tmp_path):
