@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from memory_lab.normalize import contains_answer, normalize
+from memory_lab.normalize import contains_answer, find_any
 
 FORMAT = "memory-lab/dialogue@1"
 CATEGORIES = (
@@ -344,33 +344,39 @@ def _parse_probes(raw: Any, did: str | None, turns: list[Turn], out: _Collector)
                 out.add(did, f"{where}.answers", "an abstention probe must have no answers")
         elif category in CATEGORIES and not answers:
             out.add(did, f"{where}.answers", "a non-abstention probe needs at least one answer")
-        qnorm = normalize(question)
-        for answer in answers:
-            if contains_answer(qnorm, answer, normalized=True):
-                out.add(
-                    did, f"{where}.answers", f"answer '{answer}' already appears in the question"
-                )
+        if not derived:
+            for answer in answers:
+                if contains_answer(question, answer):
+                    out.add(
+                        did,
+                        f"{where}.answers",
+                        f"answer '{answer}' already appears in the question "
+                        "(rephrase it, or set derived: true for a choice question)",
+                    )
         if answers and not derived:
-            evidence_text = " ".join(by_id[e].text for e in evidence if e in by_id)
             if not evidence:
                 out.add(
                     did, f"{where}.evidence", "needs at least one turn id (or set derived: true)"
                 )
-            for answer in answers:
-                if evidence and not contains_answer(evidence_text, answer):
+            else:
+                evidence_text = "\n".join(by_id[e].text for e in evidence if e in by_id)
+                if find_any(evidence_text, list(answers)) is None:
+                    listed = ", ".join(f"'{a}'" for a in answers)
                     out.add(
                         did,
                         f"{where}.answers",
-                        f"answer '{answer}' appears in no evidence turn "
-                        "(fix the evidence or set derived: true)",
+                        f"none of the accepted answers ({listed}) appears in an evidence turn; "
+                        "one must (fix the evidence or set derived: true)",
                     )
         if stale:
-            earlier = " ".join(t.text for t in turns if t.index <= after_index)
-            for old in stale:
-                if not contains_answer(earlier, old):
-                    out.add(
-                        did, f"{where}.stale", f"stale answer '{old}' appears in no earlier turn"
-                    )
+            earlier = "\n".join(t.text for t in turns if t.index <= after_index)
+            if find_any(earlier, list(stale)) is None:
+                listed = ", ".join(f"'{a}'" for a in stale)
+                out.add(
+                    did,
+                    f"{where}.stale",
+                    f"none of the stale answers ({listed}) appears in an earlier turn",
+                )
         probes.append(
             Probe(
                 id=pid,

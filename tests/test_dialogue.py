@@ -77,7 +77,7 @@ BROKEN = {
     "answer-not-in-evidence": (
         ('["Okafor"]', '["Smith"]'),
         "answers",
-        "appears in no evidence turn",
+        "none of the accepted answers ('Smith') appears in an evidence turn",
     ),
     "abstention-with-answers": (
         ("category: single-hop", "category: abstention"),
@@ -115,6 +115,59 @@ def test_malformed_file_names_file_dialogue_and_field_and_loads_nothing(tmp_path
     assert field in text and message in text
     dialogues, problems = validate([path])
     assert dialogues == [] and problems
+
+
+def probe_variant(tmp_path, **fields):
+    """GOOD with its probe's fields replaced (YAML flow values)."""
+    lines = {"question": '"Who is my dentist?"', "answers": '["Okafor"]', "evidence": "[dentist]"}
+    lines.update(fields)
+    text = GOOD.split("probes:")[0] + "probes:\n  - id: q1\n    category: single-hop\n"
+    text += "".join(f"    {key}: {value}\n" for key, value in lines.items())
+    return write(tmp_path, "variant.yaml", text)
+
+
+def test_accepted_answers_are_alternatives_one_of_which_must_be_in_the_evidence(tmp_path):
+    path = probe_variant(tmp_path, answers='["Dr. Smith", "Okafor"]')
+    assert load_dialogues(path)[0].probes[0].answers == ("Dr. Smith", "Okafor")
+    path = probe_variant(tmp_path, answers='["Smith", "Jones"]')
+    with pytest.raises(DialogueError) as err:
+        load_dialogues(path)
+    assert "none of the accepted answers ('Smith', 'Jones') appears in an evidence turn" in str(
+        err.value
+    )
+    assert len(err.value.problems) == 1  # one problem for the probe, not one per alternative
+
+
+def test_a_derived_probe_needs_no_answer_in_its_evidence(tmp_path):
+    path = probe_variant(tmp_path, answers='["Smith"]', derived="true")
+    assert load_dialogues(path)[0].probes[0].derived
+
+
+def test_answer_in_its_own_question_is_an_error_unless_derived(tmp_path):
+    choice = '"Is my dentist Okafor or Smith?"'
+    with pytest.raises(DialogueError, match="'Okafor' already appears in the question"):
+        load_dialogues(probe_variant(tmp_path, question=choice))
+    probe = load_dialogues(probe_variant(tmp_path, question=choice, derived="true"))[0].probes[0]
+    assert probe.derived and probe.answers == ("Okafor",)
+
+
+def test_one_stale_answer_must_appear_in_an_earlier_turn(tmp_path):
+    update = {"category": "update"}
+    path = probe_variant(tmp_path, stale='["8:00", "7:30"]', **update)
+    assert load_dialogues(path)[0].probes[0].stale == ("8:00", "7:30")
+    path = probe_variant(tmp_path, stale='["8:00", "9:15"]', **update)
+    with pytest.raises(DialogueError, match=r"none of the stale answers \('8:00', '9:15'\)"):
+        load_dialogues(path)
+    # "earlier" means up to the probe's position: the 7:30 turn comes after this probe
+    path = probe_variant(tmp_path, stale='["7:30"]', after="dentist", **update)
+    with pytest.raises(DialogueError, match="appears in an earlier turn"):
+        load_dialogues(path)
+
+
+def test_validation_uses_the_shared_matching(tmp_path):
+    text = GOOD.replace("Dr. Okafor.", "Dr. Okafor, twice a year on the 17th.")
+    path = write(tmp_path, "m.yaml", text.replace('["Okafor"]', '["Jones", "17"]'))
+    assert load_dialogues(path)[0].probes[0].answers == ("Jones", "17")
 
 
 def test_non_abstention_probe_without_answers_is_rejected(tmp_path):

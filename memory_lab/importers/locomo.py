@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,49 @@ CATEGORY_MAPS = {
     "swapped": {1: "single-hop", 2: "temporal", 3: "inference", 4: "multi-hop", 5: "abstention"},
 }
 _SESSION = re.compile(r"^session_(\d+)$")
+_DIA_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)", re.IGNORECASE)
+_CHOICE = re.compile(r"\bor\b", re.IGNORECASE)
+
+
+@dataclass
+class LocomoReport(ImportReport):
+    """The import report, with LoCoMo's repaired evidence and choice questions counted."""
+
+    choice_questions: int = 0
+    evidence_repaired: int = 0
+
+    def text(self) -> str:
+        lines = super().text().split("\n")
+        lines.insert(
+            1,
+            f"  {self.choice_questions} choice question(s) with the answer in the question kept "
+            f"as derived; {self.evidence_repaired} evidence string(s) read as a list of ids or "
+            "with stray spaces",
+        )
+        return "\n".join(lines)
+
+
+def _dia_key(text: str) -> str | None:
+    """``D<session>:<turn>`` without spaces or leading zeros, or None when not an id."""
+    m = _DIA_ID.fullmatch(text.strip())
+    return f"D{int(m.group(1))}:{int(m.group(2))}" if m else None
+
+
+def _evidence(raw: Any, report: LocomoReport) -> tuple[list[str], list[str]]:
+    """Evidence ids (as keys) named by a qa item, and the strings that name no id."""
+    items = raw if isinstance(raw, list) else [raw] if raw else []
+    keys: list[str] = []
+    unreadable: list[str] = []
+    for item in items:
+        text = str(item)
+        found = [f"D{int(a)}:{int(b)}" for a, b in _DIA_ID.findall(text)]
+        leftover = _DIA_ID.sub("", text).strip(" ;,")
+        if not found or leftover:
+            unreadable.append(text)
+        if found and (len(found) > 1 or text != found[0]):
+            report.evidence_repaired += 1
+        keys.extend(k for k in found if k not in keys)
+    return keys, unreadable
 
 
 def _records(path: Path) -> list[tuple[str, Any]]:
@@ -69,7 +113,7 @@ def _turn_text(turn: dict[str, Any]) -> str:
 
 
 def _convert(
-    name: str, index: int, record: dict[str, Any], mapping: dict[int, str], report: ImportReport
+    name: str, index: int, record: dict[str, Any], mapping: dict[int, str], report: LocomoReport
 ) -> dict[str, Any] | None:
     sample_id = str(record.get("sample_id") or Path(name).stem or f"conv-{index}")
     conv = record.get("conversation", record)
@@ -118,6 +162,7 @@ def _convert(
         report.skip(sample_id, "conversation has no sessions")
         return None
     texts = {t["id"]: t.get("user") or t.get("assistant") for s in sessions for t in s["turns"]}
+    by_key = {_dia_key(tid) or tid: tid for tid in texts}
     probes = []
     qa = record.get("qa", [])
     if not isinstance(qa, list):
@@ -136,11 +181,10 @@ def _convert(
             "category": mapping[category],
             "metadata": {"locomo_category": category},
         }
-        evidence_raw = item.get("evidence") or []
-        evidence_ids = [str(e).replace(" ", "") for e in evidence_raw]
-        evidence = [e for e in evidence_ids if e in texts]
-        if len(evidence) < len(evidence_ids):
-            missing = sorted(set(evidence_ids) - set(evidence))
+        keys, unreadable = _evidence(item.get("evidence"), report)
+        evidence = [by_key[k] for k in keys if k in by_key]
+        missing = [k for k in keys if k not in by_key] + unreadable
+        if missing:
             probe["metadata"]["missing_evidence"] = missing
             report.skip(f"{where} evidence", f"names no turn: {', '.join(missing)}")
         if category == 5:
@@ -154,13 +198,20 @@ def _convert(
             report.skip(where, "no answer")
             continue
         answer = str(answer).strip()
-        if contains_answer(item["question"], answer):
-            report.skip(where, f"answer {answer!r} appears in its own question")
-            continue
         probe["answers"] = [answer]
         probe["evidence"] = evidence
-        evidence_text = " ".join(texts[e] for e in evidence)
-        if not evidence or not contains_answer(evidence_text, answer):
+        if contains_answer(item["question"], answer):
+            if not _CHOICE.search(item["question"]):
+                report.skip(where, f"answer {answer!r} appears in its own question")
+                continue
+            probe["metadata"]["answer_in_question"] = True
+            report.choice_questions += 1
+        evidence_text = "\n".join(texts[e] for e in evidence)
+        if (
+            probe["metadata"].get("answer_in_question")
+            or not evidence
+            or not contains_answer(evidence_text, answer)
+        ):
             probe["derived"] = True
             report.derived += 1
         probes.append(probe)
@@ -183,7 +234,7 @@ def import_locomo(path: Path, categories: str = "paper") -> ImportResult:
     """Import LoCoMo conversations; ``categories`` is ``paper`` (default) or ``swapped``."""
     if categories not in CATEGORY_MAPS:
         raise ValueError(f"locomo: categories must be one of {', '.join(CATEGORY_MAPS)}")
-    report = ImportReport("locomo", str(path))
+    report = LocomoReport("locomo", str(path))
     documents = []
     for i, (name, record) in enumerate(_samples(path)):
         doc = _convert(name, i, record, CATEGORY_MAPS[categories], report)

@@ -28,7 +28,7 @@ def test_conversation_becomes_one_dialogue_with_named_speakers_and_captions(caps
     assert "[shares a photo: a medal on a table]" in d.turns[6].text  # image-only turn kept
     assert all(p.after == d.turns[-1].id for p in d.probes)  # asked at the end
     err = capsys.readouterr().err
-    assert "1 dialogue(s), 7 turn(s), 6 probe(s)" in err
+    assert "1 dialogue(s), 7 turn(s), 12 probe(s)" in err
 
 
 def test_categories_map_with_raw_ids_kept_and_adversarial_is_abstention():
@@ -57,6 +57,37 @@ def test_every_skipped_item_is_reported_with_its_reason():
     assert "appears in its own question" in reasons["conv-26 qa[6]"]
     assert "unknown category 9" in reasons["conv-26 qa[7]"]
     assert "D9:9" in reasons["conv-26 qa[3] evidence"]
+    assert reasons["conv-26 qa[13] evidence"] == "names no turn: D"
+    assert len(report.skipped) == 5  # the repaired evidence strings are not skipped
+
+
+@pytest.mark.parametrize(
+    ("question", "evidence"),
+    [
+        ("What did Melanie run after Caroline's group meeting?", ("D1:3", "D2:1")),  # D1:3;D2:1
+        ("What is Caroline thinking about since the group meeting?", ("D1:3", "D2:2")),  # glued
+        ("What kind of race did Melanie run?", ("D2:1",)),  # "D 2:1"
+        ("Which career did Caroline consider after the group?", ("D1:3", "D2:2")),  # + "D2:02"
+        ("What did Melanie paint?", ("D1:4",)),  # "D" names no turn
+    ],
+)
+def test_evidence_lists_stray_spaces_and_leading_zeros_are_read(question, evidence):
+    probes = {p.question: p for p in load_dialogues(f"locomo:{LOCOMO}")[0].probes}
+    assert probes[question].evidence == evidence
+    assert not probes[question].derived  # the answer is in the repaired evidence
+
+
+def test_choice_question_with_its_answer_in_the_question_is_kept_as_derived():
+    result = import_source("locomo", LOCOMO)
+    probes = {p.question: p for p in load_dialogues(f"locomo:{LOCOMO}")[0].probes}
+    choice = probes["Did Caroline go to a support group or a concert?"]
+    assert choice.derived and choice.answers == ("support group",)
+    assert choice.metadata["answer_in_question"] is True
+    assert choice.evidence == ("D1:3",)  # still counts for evidence recall
+    assert "Is the answer in the question 2022?" not in probes  # not a choice: skipped
+    text = result.report.text()
+    assert "1 choice question(s) with the answer in the question kept as derived" in text
+    assert "5 evidence string(s) read as a list of ids or with stray spaces" in text
 
 
 def test_per_conversation_files_in_a_folder_or_zip(tmp_path):

@@ -25,7 +25,22 @@ def test_each_question_is_a_dialogue_with_dated_sessions_and_one_probe():
     assert probe.metadata["question_type"] == "single-session-user"
     assert dialogues["lme-gpt4-2655b836-abs"].probes[0].category == "abstention"
     update = dialogues["lme-6a1eabeb"].probes[0]
-    assert update.category == "update" and update.derived  # "5" is said as "five"
+    assert update.category == "update" and not update.derived  # "5" is found as "five"
+
+
+def test_question_date_is_kept_and_haystack_dates_date_the_sessions(tmp_path):
+    dialogues = {d.id: d for d in load_dialogues(f"longmemeval:{LME}")}
+    assert dialogues["lme-e47becba"].probes[0].metadata["question_date"] == "2023/05/30 (Tue) 23:40"
+    update = dialogues["lme-6a1eabeb"]
+    assert update.probes[0].metadata["question_date"] == "2023/06/30"
+    assert [s.date for s in update.sessions] == ["2023/06/10", "2023/06/20"]
+    data = json.loads(LME.read_text())
+    data[2]["answer"] = "6"  # said nowhere: kept, marked derived
+    del data[2]["haystack_dates"]  # sessions without dates stay undated
+    path = tmp_path / "variant.json"
+    path.write_text(json.dumps(data))
+    probe = {d.id: d for d in load_dialogues(f"longmemeval:{path}")}["lme-6a1eabeb"]
+    assert probe.probes[0].derived and [s.date for s in probe.sessions] == [None, None]
 
 
 def test_malformed_record_names_question_and_field(tmp_path):
