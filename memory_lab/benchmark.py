@@ -32,6 +32,7 @@ from memory_lab.memories.registry import (
     spec_from_json,
 )
 from memory_lab.models import EMBEDDING_MODEL_NAME, TOKENIZER_NAME, model_name, model_params
+from memory_lab.models.embeddings import embedding_model_name, offline_embedding_model
 from memory_lab.models.providers import check_provider
 from memory_lab.parallel import CellOutcome, run_cell, run_cells_parallel, run_cells_threaded
 from memory_lab.prompt import TEMPLATE
@@ -193,7 +194,8 @@ def run_benchmark(
         from memory_lab.cache import default_cache_dir
 
         cache_dir = str(default_cache_dir() if config.cache is True else Path(config.cache))
-    if effective.embeddings != "offline":  # fail before any folder is made, like chat models
+    memory_embedding = offline_embedding_model(effective.embeddings)  # ValueError if unknown
+    if memory_embedding is None:  # fail before any folder is made, like chat models
         check_provider(effective.embeddings, effective.base_url)
     roles = memory_roles(memories)
     base_url = effective.base_url
@@ -234,8 +236,8 @@ def run_benchmark(
                 for role in roles
             },
             "embeddings": effective.embeddings,
-            "embeddings_model": EMBEDDING_MODEL_NAME
-            if effective.embeddings == "offline"
+            "embeddings_model": embedding_model_name(memory_embedding)
+            if memory_embedding
             else effective.embeddings,
             "reader_embeddings": EMBEDDING_MODEL_NAME if effective.llm == "offline" else None,
             "base_url": base_url,

@@ -93,6 +93,8 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         prices_file=str(args.prices) if args.prices else None,
         cache=False if args.no_cache else (str(args.cache_dir) if args.cache_dir else True),
         dry_run=args.dry_run,
+        timestamps=args.timestamps == "on",
+        adversarial=args.adversarial,
     )
 
 
@@ -129,9 +131,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _report_run(outcome) -> int:
     from memory_lab.results import (
+        adversarial_apart,
         format_category_table,
+        format_reader_line,
         format_summary,
+        is_adversarial,
         read_results,
+        reader_accuracy,
         summarize_by_category,
     )
 
@@ -141,6 +147,17 @@ def _report_run(outcome) -> int:
         print(f"DRY RUN ({wanted}): no provider was called; tokens come from the offline")
         print("stand-ins and are priced as the requested models. Recall figures are not theirs.")
     print(format_summary(outcome.summary, results.run))
+    reader_line = format_reader_line(reader_accuracy(results), results.run)
+    if reader_line:
+        print(reader_line)
+    adversarial = (
+        int(results.probes.apply(is_adversarial, axis=1).sum()) if len(results.probes) else 0
+    )
+    if adversarial and adversarial_apart(results):
+        print(
+            f"{adversarial} LoCoMo adversarial probe record(s) are summarised apart (see the "
+            "table by category; --adversarial include puts them in the headline)."
+        )
     if "judge_accuracy" in outcome.summary:
         judged = outcome.summary[["memory", "accuracy", "judge_accuracy", "disagreement_rate"]]
         judged = judged.rename(columns={"accuracy": "string_match_accuracy"})
@@ -207,7 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: the --memory-llm model)",
     )
     run.add_argument(
-        "--embeddings", default="offline", help="embeddings for vector memories (default: offline)"
+        "--embeddings",
+        default="offline",
+        help="embeddings for memories: offline (multilingual-e5-small), offline:minilm, or "
+        "PROVIDER:MODEL",
     )
     run.add_argument(
         "--resource",
@@ -249,6 +269,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--dry-run", action="store_true", help="count tokens and estimate cost; call no provider"
+    )
+    run.add_argument(
+        "--timestamps",
+        choices=["on", "off"],
+        default="on",
+        help="text memories store each user line with its session date, where dialogues have "
+        "dates (default: on)",
+    )
+    run.add_argument(
+        "--adversarial",
+        choices=["apart", "include"],
+        default="apart",
+        help="LoCoMo's adversarial questions: summarised apart from the headline (default) "
+        "or included in it",
     )
     run.add_argument("--resume", type=Path, metavar="DIR", help="continue an interrupted run")
     run.add_argument(

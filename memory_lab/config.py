@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MODES = ("replay", "live")
+ADVERSARIAL = ("apart", "include")
 OFFLINE = "offline"
 
 
@@ -26,6 +27,9 @@ class RunConfig:
     Models: ``llm`` answers the conversation; ``memory_llm`` is the ``memory`` role (the LLM
     inside memories); ``roles`` names models for other roles a memory declares (each falls back
     to ``memory_llm``); ``embeddings`` serves vector memories; ``judge`` grades replies.
+    ``timestamps``: text memories store each user line with its session's date (where the
+    dialogue has dates). ``adversarial``: LoCoMo's adversarial questions are summarised
+    ``apart`` from the headline (as the published harnesses do) or ``include``d in it.
     """
 
     llm: str = OFFLINE
@@ -44,6 +48,8 @@ class RunConfig:
     prices_file: str | None = None
     cache: bool | str = True
     dry_run: bool = False
+    timestamps: bool = True
+    adversarial: str = "apart"
 
     def __post_init__(self) -> None:
         if self.jobs < 1 or self.concurrency < 1:
@@ -54,6 +60,10 @@ class RunConfig:
             )
         if self.mode not in MODES:
             raise ConfigError(f"--mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.adversarial not in ADVERSARIAL:
+            raise ConfigError(
+                f"--adversarial must be one of {', '.join(ADVERSARIAL)}, got {self.adversarial!r}"
+            )
         if self.context_limit is not None and self.context_limit < 1:
             raise ConfigError("--context-limit must be a positive number of tokens")
         for role in self.roles:
@@ -69,7 +79,8 @@ class RunConfig:
     def model_specs(self) -> list[str]:
         """Every model string this run may call (for provider checks before the run)."""
         specs = [self.llm, self.memory_llm, *self.roles.values(), self.embeddings]
-        return [s for s in dict.fromkeys(specs + [self.judge or OFFLINE]) if s != OFFLINE]
+        specs += [self.judge or OFFLINE]
+        return [s for s in dict.fromkeys(specs) if s != OFFLINE and not s.startswith("offline:")]
 
     def uses_provider(self) -> bool:
         return bool(self.model_specs())
@@ -81,7 +92,7 @@ class RunConfig:
             llm=OFFLINE,
             memory_llm=OFFLINE,
             roles={k: OFFLINE for k in self.roles},
-            embeddings=OFFLINE,
+            embeddings=self.embeddings if self.embeddings.startswith("offline:") else OFFLINE,
         )
 
     def replace(self, **changes: Any) -> RunConfig:

@@ -88,6 +88,7 @@ class ProbeRecord(_Record):
     seconds: float
     prompt: str
     evidence: list[str] = field(default_factory=list)
+    evidence_recall: float | None = None  # share of evidence turns the context carries
     recalled_turns: list[str] | None = None  # source turn ids the memory reported, if any
     judge_correct: bool | None = None
     judge_raw: str | None = None

@@ -160,9 +160,11 @@ def _summary_section(summary: pd.DataFrame, run: dict[str, Any]) -> str:
     rows = [
         [
             escape(r["memory"]),
-            str(r["probes"]),
-            f"{_pct(r['accuracy'])} [{_pct(r['accuracy_low'])}–{_pct(r['accuracy_high'])}]",
+            str(r["answerable"]),
+            _pct(r["evidence_recall"]),
             _pct(r["context_hit_rate"]),
+            f"{_pct(r['accuracy'])} [{_pct(r['accuracy_low'])}–{_pct(r['accuracy_high'])}]",
+            _pct(r["abstention_accuracy"]),
             _pct(r["stale_rate"]),
             f"{r['mean_prompt_tokens']:.0f}",
             f"{r['memory_tokens']:,}",
@@ -174,9 +176,11 @@ def _summary_section(summary: pd.DataFrame, run: dict[str, Any]) -> str:
     ]
     header = [
         "memory",
-        "probes",
+        "answerable probes",
+        "evidence recall",
+        "answer in context",
         "recall (95% Wilson CI)",
-        "ctx-hit",
+        "abstention accuracy",
         "stale",
         "prompt/turn",
         "mem tokens",

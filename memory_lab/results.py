@@ -101,9 +101,11 @@ def read_results(path: str | Path) -> Results:
         extra = [c for c in frame.columns if c not in columns]  # fields of a newer version
         frame = frame.reindex(columns=columns + extra)
         for name in params:
-            frame[f"param_{name}"] = [
-                params[name].get(m) for m in frame["memory"]
-            ] if len(frame) else pd.Series(dtype=object)
+            frame[f"param_{name}"] = (
+                [params[name].get(m) for m in frame["memory"]]
+                if len(frame)
+                else pd.Series(dtype=object)
+            )
         frames[kind] = frame
     return Results(folder, run, frames["turn"], frames["probe"], frames["cell"], frames["usage"])
 
@@ -118,18 +120,61 @@ def _memory_params(run: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _mean(values: pd.Series) -> float:
+    values = pd.to_numeric(values, errors="coerce").dropna()
+    return float(values.mean()) if len(values) else math.nan
+
+
+def is_adversarial(row: pd.Series) -> bool:
+    """A LoCoMo adversarial question (category 5): a trap about something never said."""
+    meta = row.get("probe_metadata")
+    return isinstance(meta, dict) and str(meta.get("locomo_category")) == "5"
+
+
+def adversarial_apart(results: Results) -> bool:
+    """Whether the run summarises LoCoMo's adversarial questions apart (the default)."""
+    return (results.run.get("config") or {}).get("adversarial", "apart") == "apart"
+
+
+def reader_accuracy(results: Results) -> pd.DataFrame:
+    """The answering model's accuracy on probes whose answer was in its prompt, per language.
+
+    Over answerable probes with a context hit, every memory pooled: the instrument's own limit,
+    independent of which memory put the answer there.
+    """
+    p = results.probes
+    columns = ["language", "probes_with_hit", "reader_accuracy"]
+    if p.empty:
+        return pd.DataFrame(columns=columns)
+    hit = p[(p["category"] != "abstention") & (p["context_hit"] == True)]  # noqa: E712
+    rows = [
+        {"language": lang, "probes_with_hit": len(g), "reader_accuracy": float(g["correct"].mean())}
+        for lang, g in hit.groupby("language", sort=True)
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
 def _rate(values: pd.Series) -> float:
     values = values.dropna()
     return float(values.astype(bool).mean()) if len(values) else math.nan
 
 
 def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.DataFrame:
-    """One row per memory: accuracy with a 95% Wilson interval, hit and stale rates, tokens, cost.
+    """One row per memory: retrieval first, then the answering model's recall, then cost.
 
-    Costs are estimates: conversation and memory-LLM tokens at the answering model's price,
-    embedded tokens at the embedding model's price, as named in ``run.json``.
+    Retrieval (independent of the answering model): ``evidence_recall``, the mean share of
+    evidence turns the context carried, over answerable probes with evidence;
+    ``context_hit_rate``, the share of answerable probes whose answer was verbatim in the
+    context (where that is defined). Recall: ``accuracy`` (with a 95% Wilson interval) over
+    answerable probes only, and ``abstention_accuracy`` over abstention probes, apart, so no
+    memory wins by abstaining. LoCoMo's adversarial questions are left out of both unless the
+    run's config says ``adversarial: include`` (they stay in the per-category table). Costs are
+    estimates: conversation and memory-LLM tokens at the answering model's price, embedded
+    tokens at the embedding model's price, as named in ``run.json``.
     """
     turns, probes = results.turns, results.probes
+    if len(probes) and adversarial_apart(results):
+        probes = probes[~probes.apply(is_adversarial, axis=1)]
     order = results.run.get("memories") or sorted(
         set(turns.get("memory", pd.Series(dtype=str)))
         | set(probes.get("memory", pd.Series(dtype=str)))
@@ -142,9 +187,10 @@ def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.Da
         t = turns[turns["memory"] == memory] if len(turns) else turns
         p = probes[probes["memory"] == memory] if len(probes) else probes
         n = len(p)
-        correct = int(p["correct"].sum()) if n else 0
-        low, high = wilson_interval(correct, n)
         answerable = p[p["category"] != "abstention"] if n else p
+        abstention = p[p["category"] == "abstention"] if n else p
+        correct = int(answerable["correct"].sum()) if len(answerable) else 0
+        low, high = wilson_interval(correct, len(answerable))
         with_stale = p[p["stale_answers"].map(len) > 0] if n else p
         user_turns = t[t["prompt_tokens"] > 0] if len(t) else t
         prompt_tokens = int(t["prompt_tokens"].sum() + (p["prompt_tokens"].sum() if n else 0))
@@ -168,11 +214,19 @@ def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.Da
                 "memory": memory,
                 "dialogues": int(t["dialogue"].nunique()) if len(t) else 0,
                 "probes": n,
-                "accuracy": correct / n if n else math.nan,
-                "accuracy_low": low,
-                "accuracy_high": high,
+                "answerable": len(answerable),
+                "evidence_recall": _mean(answerable["evidence_recall"])
+                if len(answerable)
+                else math.nan,
                 "context_hit_rate": _rate(answerable["context_hit"])
                 if len(answerable)
+                else math.nan,
+                "accuracy": correct / len(answerable) if len(answerable) else math.nan,
+                "accuracy_low": low,
+                "accuracy_high": high,
+                "abstention_probes": len(abstention),
+                "abstention_accuracy": _rate(abstention["correct"])
+                if len(abstention)
                 else math.nan,
                 "stale_rate": _rate(with_stale["stale"]) if len(with_stale) else math.nan,
                 "mean_prompt_tokens": float(user_turns["prompt_tokens"].mean())
@@ -256,11 +310,11 @@ def format_category_table(table: pd.DataFrame) -> str:
 
 
 def format_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> str:
-    """The summary as a fixed-width table for the terminal."""
+    """The summary as a fixed-width table for the terminal: retrieval first, then recall."""
     header = (
-        f"{'memory':<28} {'probes':>6} {'recall (95% CI)':>22} {'ctx-hit':>7} {'stale':>6} "
-        f"{'prompt/turn':>11} {'mem tokens':>10} {'total tokens':>12} {'est. cost $':>11} "
-        f"{'sec':>6}"
+        f"{'memory':<28} {'answerable':>10} {'evid-recall':>11} {'ans-in-ctx':>10} "
+        f"{'recall (95% CI)':>22} {'abstain':>7} {'stale':>6} {'prompt/turn':>11} "
+        f"{'mem tokens':>10} {'total tokens':>12} {'est. cost $':>11} {'sec':>6}"
     )
     lines = [header, "-" * len(header)]
 
@@ -271,9 +325,16 @@ def format_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> 
         low, high = pct(r["accuracy_low"]).strip(), pct(r["accuracy_high"]).strip()
         ci = f"{pct(r['accuracy'])} [{low}-{high}]"
         lines.append(
-            f"{r['memory']:<28} {r['probes']:>6} {ci:>22} {pct(r['context_hit_rate']):>7} "
+            f"{r['memory']:<28} {r['answerable']:>10} {pct(r['evidence_recall']):>11} "
+            f"{pct(r['context_hit_rate']):>10} {ci:>22} {pct(r['abstention_accuracy']):>7} "
             f"{pct(r['stale_rate']):>6} {r['mean_prompt_tokens']:>11.0f} {r['memory_tokens']:>10,} "
             f"{r['total_tokens']:>12,} {r['est_cost_usd']:>11.4f} {r['seconds']:>6.1f}"
+        )
+    models = (run or {}).get("models") or {}
+    if models.get("llm") == "offline":
+        lines.append(
+            "recall and abstain are the offline reader's (an extractive instrument, not a chat "
+            "model); evid-recall and ans-in-ctx do not depend on it."
         )
     if run and run.get("pricing"):
         pr = run["pricing"]
@@ -282,6 +343,22 @@ def format_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> 
             f"embedded tokens as {pr['embeddings_model']} (memory_lab/data/prices.json)."
         )
     return "\n".join(lines)
+
+
+def format_reader_line(table: pd.DataFrame, run: dict[str, Any] | None = None) -> str:
+    """One line: the answering model's accuracy when the answer was in its prompt, by language."""
+    if table.empty:
+        return ""
+    who = (
+        "offline reader"
+        if ((run or {}).get("models") or {}).get("llm") == "offline"
+        else ("answering model")
+    )
+    parts = ", ".join(
+        f"{r['language']} {100 * r['reader_accuracy']:.1f}% of {r['probes_with_hit']}"
+        for r in table.to_dict("records")
+    )
+    return f"{who}, accuracy on probes with the answer in its prompt: {parts}"
 
 
 def judge_summary(probes: pd.DataFrame) -> pd.DataFrame:

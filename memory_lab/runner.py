@@ -37,12 +37,12 @@ from memory_lab.memories.protocol import (
 )
 from memory_lab.memories.registry import MemorySpec, build_memory, factory_for
 from memory_lab.models import model_name, resolve_chat_model
-from memory_lab.models.embeddings import OfflineEmbeddings
+from memory_lab.models.embeddings import OfflineEmbeddings, offline_embedding_model
 from memory_lab.models.providers import MeteredEmbeddings, provider_embeddings
 from memory_lab.models.tokens import count_tokens, encoding, token_ids
 from memory_lab.prompt import CONVERSATION_PROMPT, INPUT_KEY, MEMORY_KEY, OUTPUT_KEY, render_prompt
 from memory_lab.records import ProbeRecord, TurnRecord, UsageRecord
-from memory_lab.scoring import score_probe
+from memory_lab.scoring import evidence_recall, score_probe
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -118,6 +118,7 @@ class RunModels:
 
     config: RunConfig = field(default_factory=RunConfig)
     embeddings: OfflineEmbeddings | None = None
+    memory_offline_embeddings: OfflineEmbeddings | None = None
     provider_embeddings: MeteredEmbeddings | None = None
     call_cache: Any = None
     cache_dir: str | None = None
@@ -142,7 +143,9 @@ class RunModels:
 
             call_cache = CallCache(cache_dir)
         provider = None
-        if config.embeddings != "offline":
+        offline_key = offline_embedding_model(config.embeddings)
+        memory_offline = OfflineEmbeddings(model=offline_key) if offline_key else None
+        if offline_key is None:
             inner = provider_embeddings(config.embeddings, base_url=config.base_url)
             if cache_dir is not None:
                 from memory_lab.cache import cached_embeddings
@@ -151,7 +154,8 @@ class RunModels:
             provider = MeteredEmbeddings(inner)
         return cls(
             config=config,
-            embeddings=OfflineEmbeddings(),  # always: the offline reader uses it too
+            embeddings=OfflineEmbeddings(),  # always: the offline reader uses it
+            memory_offline_embeddings=memory_offline,
             provider_embeddings=provider,
             call_cache=call_cache,
             cache_dir=cache_dir,
@@ -176,9 +180,9 @@ class RunModels:
         return model
 
     def memory_embeddings(self, on_embed: Callable[[int], None]) -> Embeddings:
-        """The embeddings memories use (offline MiniLM or a provider's), metered per cell."""
-        if self.config.embeddings == "offline":
-            return self.shared_embeddings().view(on_embed)
+        """The embeddings memories use (offline or a provider's), metered per cell."""
+        if self.memory_offline_embeddings is not None:
+            return self.memory_offline_embeddings.view(on_embed)
         if self.provider_embeddings is None:
             raise ValueError("RunModels.provider_embeddings must be set (use RunModels.create())")
         return self.provider_embeddings.view(on_embed)
@@ -269,7 +273,9 @@ class Cell:
             tokenizer=count_tokens,
             resources=models.resources,
             cell_dir=str(Path(models.work_dir) / "cells" / cell_id) if models.work_dir else None,
+            timestamps=config.timestamps,
         )
+        self.turn_text = {t.id: t.text for t in dialogue.turns}
         self.memory = build_memory(spec, self.resources)
         self.resources.on_close(self.memory.close)
         self.answer_meter = Meter()
@@ -412,6 +418,10 @@ class Cell:
         counted_prompt = count_tokens(prompt)
         score = score_probe(probe, reply, context)
         recalled = self.view.recall.turn_ids if self.view.recall is not None else ()
+        evidence = {e: self.turn_text[e] for e in probe.evidence if e in self.turn_text}
+        recall_share = None if probe.category == "abstention" else evidence_recall(
+            evidence, context, recalled
+        )
         record = ProbeRecord(
             **self._ids(),
             language=self.dialogue.language,
@@ -441,6 +451,7 @@ class Cell:
             seconds=0.0,
             prompt=prompt,
             evidence=list(probe.evidence),
+            evidence_recall=recall_share,
             recalled_turns=list(recalled) if recalled else None,
             probe_metadata=dict(probe.metadata) if probe.metadata else None,
         )

@@ -49,7 +49,9 @@ def score_probe(probe: Probe, reply: str, memory_context: str) -> ProbeScore:
     """Score a reply against a probe, given the memory text the model was shown.
 
     ``correct``: an accepted answer in the reply (for abstention probes: the reply abstains).
-    ``context_hit``: an accepted answer in the memory context, whatever the model made of it.
+    ``context_hit``: an accepted answer in the memory context, whatever the model made of it;
+    None where it means nothing: abstention probes, ``derived`` probes (the answer is not
+    verbatim in the dialogue) and answers that appear in the question itself (choice questions).
     ``stale``: a stale answer in the reply and no accepted one.
     """
     abstained = is_abstention(reply)
@@ -57,7 +59,9 @@ def score_probe(probe: Probe, reply: str, memory_context: str) -> ProbeScore:
         return ProbeScore(abstained, None, False, abstained, None)
     matched = None if abstained else find_any(reply, list(probe.answers))
     stale = bool(probe.stale) and matched is None and find_any(reply, list(probe.stale)) is not None
-    hit = find_any(memory_context, list(probe.answers)) is not None
+    hit: bool | None = find_any(memory_context, list(probe.answers)) is not None
+    if probe.derived or find_any(probe.question, list(probe.answers)) is not None:
+        hit = None
     return ProbeScore(matched is not None, hit, stale, abstained, matched)
 
 

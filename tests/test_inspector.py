@@ -19,7 +19,7 @@ def test_buffer_at_a_late_turn_holds_an_early_fact(mini_dialogue, run_models):
     assert "Mochi" in view.context
     assert view.user_input == "The new office has a view of the harbour."
     assert "harbour" not in view.context  # the exchange itself is not saved yet
-    assert len(view.parts) == 6 and view.parts[0].startswith("Human: Hi!")
+    assert len(view.parts) == 6 and view.parts[0].startswith("Human: [2026-03-02] Hi!")
     assert view.memory_tokens == 0 and view.summary is None
 
 
@@ -27,7 +27,7 @@ def test_window_k1_at_the_same_turn_has_forgotten_it(mini_dialogue, run_models):
     view = inspect_memory("window:k=1", mini_dialogue, LATE, models=run_models)
     assert view.memory == "window:k=1"
     assert "Mochi" not in view.context
-    assert view.parts == ("Human: Big news: I moved to Busan last weekend.\n"
+    assert view.parts == ("Human: [2026-03-09] Big news: I moved to Busan last weekend.\n"
                           "AI: Congratulations on the move!",)  # fmt: skip
 
 
@@ -97,7 +97,7 @@ def test_cli_prints_the_view(capsys):
     out = capsys.readouterr().out
     assert code == 0
     assert "memory window:k=1 | dialogue mini-profile" in out
-    assert "[1] Human: Big news: I moved to Busan last weekend." in out
+    assert "[1] Human: [2026-03-09] Big news: I moved to Busan last weekend." in out
     assert "Current conversation:" in out  # --prompt prints the full prompt
     assert main(["inspect", "buffer", str(MINI), "--at", "nope"]) == 2
     assert "has no turn 'nope'" in capsys.readouterr().err

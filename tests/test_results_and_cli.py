@@ -45,8 +45,48 @@ def test_run_writes_run_json_records_and_summary(mini_run, capsys):
     assert len(info["dialogues"][0]["sha256"]) == 64
     assert info["packages"]["langchain-classic"] != "not installed"
     summary = (mini_run / "summary.csv").read_text().splitlines()
-    assert summary[0].startswith("memory,dialogues,probes,accuracy,accuracy_low,accuracy_high")
+    assert summary[0].startswith(
+        "memory,dialogues,probes,answerable,evidence_recall,context_hit_rate,accuracy,"
+        "accuracy_low,accuracy_high,abstention_probes,abstention_accuracy"
+    )
     assert len(summary) == 4
+    assert info["config"]["timestamps"] is True and info["config"]["adversarial"] == "apart"
+
+
+def test_the_summary_cannot_be_won_by_abstaining(mini_run):
+    from memory_lab.results import summarize
+
+    results = read_results(mini_run)
+    everything_abstains = results.probes.assign(
+        correct=results.probes["category"] == "abstention", reply="I don't know."
+    )
+    results.probes = everything_abstains
+    row = summarize(results).set_index("memory").loc["buffer"]
+    assert row["accuracy"] == 0 and row["abstention_accuracy"] == 1  # answerable recall apart
+
+
+def test_adversarial_probes_are_summarised_apart_unless_included(mini_run):
+    from memory_lab.results import summarize
+
+    results = read_results(mini_run)
+    probes = results.probes.copy()
+    trap = probes["category"] == "abstention"
+    probes.loc[trap, "probe_metadata"] = [{"locomo_category": 5}] * int(trap.sum())
+    results.probes = probes
+    apart = summarize(results).set_index("memory")
+    assert (apart["abstention_probes"] == 0).all()
+    results.run["config"]["adversarial"] = "include"
+    included = summarize(results).set_index("memory")
+    assert (included["abstention_probes"] == 1).all()
+
+
+def test_timestamps_off_keeps_dates_out_of_the_prompt(tmp_path):
+    out = tmp_path / "plain"
+    argv = ["run", "--memory", "buffer", "--dialogues", str(FIXTURES / "dialogues")]
+    assert main([*argv, "--timestamps", "off", "--out", str(out), "--quiet"]) == 0
+    turns = read_results(out).turns
+    assert not turns["prompt"].str.contains("[2026-03-02]", regex=False).any()
+    assert turns["session_date"].iloc[-1] == "2026-03-09"
 
 
 def test_read_results_gives_tidy_frames(mini_run):

@@ -21,6 +21,28 @@ def test_buffer_has_every_answer_in_context(classic_run):
     assert answerable["context_hit"].all()
 
 
+def test_buffer_carries_every_evidence_turn_of_every_answerable_probe(classic_run):
+    p = probes_of(classic_run, "buffer")
+    answerable = p[p["category"] != "abstention"]
+    assert (answerable["evidence_recall"] == 1.0).all()
+    assert p[p["category"] == "abstention"]["evidence_recall"].isna().all()
+
+
+def test_window_of_one_carries_less_evidence_than_buffer(classic_run):
+    recall = {
+        m: probes_of(classic_run, m)["evidence_recall"].mean() for m in ("buffer", "window:k=1")
+    }
+    assert recall["window:k=1"] < 0.5 < recall["buffer"]
+
+
+def test_session_dates_reach_the_prompt(classic_run):
+    turns = classic_run.turns
+    last = turns[turns["memory"] == "buffer"].groupby("dialogue").tail(1)
+    for row in last.itertuples():
+        assert f"[{row.session_date}] " in row.prompt  # the latest session's date is shown
+    assert turns["session_date"].notna().all()
+
+
 def test_window_of_one_misses_long_range_facts_that_buffer_keeps(classic_run):
     def long_range_hit(memory):
         p = probes_of(classic_run, memory)

@@ -2,8 +2,9 @@
 
 Implement ``context(query)`` (the text to put in the prompt) and ``remember(user, assistant)``.
 It is a pydantic model, so fields declared on the class (``notes: list[str] = []``) are fresh per
-instance. Override ``observe``/``end_session`` instead when the memory needs turn ids, session
-dates or the end of a session.
+instance. ``remember`` gets the user's line with its session date in front when the run has
+timestamps on (the default). Override ``observe``/``end_session`` instead when the memory needs
+turn ids, session dates or the end of a session.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from memory_lab.memories.protocol import Exchange, Item, Query, Recall, SessionInfo
 
@@ -20,9 +21,11 @@ class TextMemory(BaseModel):
     """Base class for small custom memories: string context in, one exchange at a time out."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+    timestamps: bool = Field(default=True, exclude=True)
 
     def observe(self, exchange: Exchange) -> None:
-        self.remember(exchange.user, exchange.assistant)
+        user = exchange.dated_user() if self.timestamps else exchange.user
+        self.remember(user, exchange.assistant)
 
     def end_session(self, session: SessionInfo) -> None:
         """Nothing to do by default."""

@@ -31,8 +31,12 @@ class ClassicMemory:
     """A LangChain ``BaseMemory`` seen through the memory protocol.
 
     ``kind`` labels the recalled item (verbatim, summary, retrieved); ``describe`` returns the
-    inspector's snapshot of the wrapped class (its summary, its message count, ...).
+    inspector's snapshot of the wrapped class (its summary, its message count, ...). With
+    ``timestamps`` each user line is saved with its session date in front, so a buffer, a
+    summary or a retrieved snippet shows when it was said.
     """
+
+    timestamps: bool = True
 
     def __init__(
         self,
@@ -47,7 +51,8 @@ class ClassicMemory:
         self._describe = describe
 
     def observe(self, exchange: Exchange) -> None:
-        self.inner.save_context({INPUT_KEY: exchange.user}, {OUTPUT_KEY: exchange.assistant})
+        user = exchange.dated_user() if self.timestamps else exchange.user
+        self.inner.save_context({INPUT_KEY: user}, {OUTPUT_KEY: exchange.assistant})
 
     def end_session(self, session: SessionInfo) -> None:
         """Classic memories know nothing of sessions."""

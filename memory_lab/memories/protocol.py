@@ -41,6 +41,12 @@ class Exchange:
     def turn_ids(self) -> tuple[str, ...]:
         return ((self.user_turn_id,) if self.user_turn_id else ()) + self.assistant_turn_ids
 
+    def dated_user(self) -> str:
+        """The user's text with its session date in front (``[2026-03-02] ...``), when known."""
+        if not self.session_date or not self.user:
+            return self.user
+        return f"[{self.session_date}] {self.user}"
+
 
 @dataclass(frozen=True)
 class SessionInfo:
@@ -113,9 +119,10 @@ class MemoryResources:
     ``model(role)`` gives the chat model for a role (``memory`` by default; a memory may declare
     others such as ``extractor``), each metered on its own. ``embeddings`` is metered too.
     ``resource(name)`` reads a run-wide named resource (``--resource NAME=VALUE``), which is
-    never written to any file. ``cell_id`` is unique per cell and safe as a Chroma collection
-    name; ``cell_dir`` is a folder the memory may write files to. Register teardown with
-    ``on_close``.
+    never written to any file. ``timestamps`` says whether text memories should store each user
+    line with its session date (``Exchange.dated_user``). ``cell_id`` is unique per cell and
+    safe as a Chroma collection name; ``cell_dir`` is a folder the memory may write files to.
+    Register teardown with ``on_close``.
     """
 
     models: Mapping[str, BaseChatModel]
@@ -125,6 +132,7 @@ class MemoryResources:
     tokenizer: Callable[[str], int] | None = None
     resources: Mapping[str, str] = field(default_factory=dict)
     cell_dir: str | None = None
+    timestamps: bool = True
     closers: list[Callable[[], None]] = field(default_factory=list)
 
     @property

@@ -390,13 +390,16 @@ def build_memory(spec: MemorySpec, res: Any) -> Any:
     """Build a fresh memory for one cell; LangChain memories are wrapped in ``ClassicMemory``."""
     from langchain_classic.base_memory import BaseMemory
 
+    from memory_lab.memories.base import TextMemory
     from memory_lab.memories.classic import ClassicMemory
     from memory_lab.memories.protocol import Memory
 
     factory = factory_for(spec.name, spec.source)
     memory = factory.build(res, **spec.params)
     if isinstance(memory, BaseMemory):
-        return ClassicMemory(memory, spec.name)
+        memory = ClassicMemory(memory, spec.name)
+    if isinstance(memory, (ClassicMemory, TextMemory)):
+        memory.timestamps = getattr(res, "timestamps", True)
     if not isinstance(memory, Memory):
         raise TypeError(
             f"memory '{spec.name}' factory returned {type(memory).__name__}, which has not "

