@@ -34,8 +34,15 @@ class OfflineChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         prompt = "\n".join(str(m.content) for m in messages)
-        reply = self.respond(prompt)
-        usage = {"input_tokens": count_tokens(prompt), "output_tokens": count_tokens(reply)}
-        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
-        message = AIMessage(content=reply, usage_metadata=usage)
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return chat_result(prompt, self.respond(prompt))
+
+
+def chat_result(prompt: str, reply: str, billed: str | None = None, **message: Any) -> ChatResult:
+    """A one-message result whose usage is counted with our tokenizer.
+
+    ``billed`` is the output text to count when it differs from ``reply`` (tool calls).
+    """
+    usage = {"input_tokens": count_tokens(prompt), "output_tokens": count_tokens(billed or reply)}
+    usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+    ai = AIMessage(content=reply, usage_metadata=usage, **message)
+    return ChatResult(generations=[ChatGeneration(message=ai)])

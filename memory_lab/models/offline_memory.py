@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.outputs import ChatResult
 
+from memory_lab.models.offline_base import chat_result
 from memory_lab.models.offline_summarizer import (
     OfflineSummarizer,
     informativeness,
@@ -27,7 +28,6 @@ from memory_lab.models.offline_summarizer import (
     speaker_sentences,
 )
 from memory_lab.models.tasks import parse_json_reply, section, task_of
-from memory_lab.models.tokens import count_tokens
 from memory_lab.normalize import normalize
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -155,13 +155,8 @@ class OfflineMemoryModel(OfflineSummarizer):
             else self.tool_calls(_last_human(messages))
         )
         reply = "" if calls else "No memory tools needed."
-        usage = {
-            "input_tokens": count_tokens(prompt),
-            "output_tokens": count_tokens(reply + json.dumps(calls, ensure_ascii=False)),
-        }
-        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
-        message = AIMessage(content=reply, tool_calls=calls, usage_metadata=usage)
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        billed = reply + json.dumps(calls, ensure_ascii=False)
+        return chat_result(prompt, reply, billed, tool_calls=calls)
 
     def tool_calls(self, text: str) -> list[dict[str, Any]]:
         """The calls the rule script makes for the user's message, in rule then sentence order."""
