@@ -117,16 +117,20 @@ def main(argv: list[str] | None = None) -> int:
                     if not score.correct:
                         misses.append((dialogue.id, probe, reply))
         print(f"\n{source}" + (f" (samples {args.samples})" if args.samples else ""))
-        print(f"{'lang':5} {'n':>5} {'hit':>5} {'acc|hit':>8} {'abst n':>7} {'abst acc':>9}"
-              f" {'abst rate':>10} {'ms/probe':>9}")
+        print(
+            f"{'lang':5} {'n':>5} {'hit':>5} {'acc|hit':>8} {'abst n':>7} {'abst acc':>9}"
+            f" {'abst rate':>10} {'ms/probe':>9}"
+        )
         for lang, s in sorted(stats.items()):
             hit, abst = s["hit"], s["abst_n"]
             acc = f"{s['hit_ok'] / hit:8.1%}" if hit else f"{'-':>8}"
             abst_acc = f"{s['abst_ok'] / abst:9.1%}" if abst else f"{'-':>9}"
             rate = f"{s['hit_abstained'] / hit:10.1%}" if hit else f"{'-':>10}"
             ms = 1000 * s["seconds"] / max(1, s["n"])
-            print(f"{lang:5} {int(s['n']):5d} {int(hit):5d} {acc} {int(abst):7d} {abst_acc}"
-                  f" {rate} {ms:9.1f}")
+            print(
+                f"{lang:5} {int(s['n']):5d} {int(hit):5d} {acc} {int(abst):7d} {abst_acc}"
+                f" {rate} {ms:9.1f}"
+            )
             if args.categories:
                 cats = sorted({k.split(":")[1] for k in s if k.startswith("cat:")})
                 for cat in cats:
