@@ -1,20 +1,37 @@
 """The offline reader: a deterministic extractive chat model that answers only from its prompt.
 
 It is a measuring instrument for "did the memory put the fact in front of the model", not a
-chatbot. It finds the memory section of the shared prompt, splits it into sentences, scores each
-against the question by character n-gram overlap (which works for Korean, where particles attach
-to words) and embedding similarity, and replies with the best sentence(s), or abstains below a
-threshold. It never sees expected answers.
+chatbot. It finds the memory section of the shared prompt, splits it into sentences and scores
+each against the question with general, corpus-independent machinery:
+
+- lexical overlap weighted by IDF computed from the memory itself: English words lose function
+  words (scikit-learn's general English stop-word list) and are lightly stemmed; Korean text is
+  split with kiwipiepy and matched on its content morphemes, chosen by part-of-speech tag (so
+  particles and endings never need a word list); question terms the memory never mentions
+  count against every sentence, which is what lets the reader abstain;
+- MiniLM cosine similarity for English questions (it bridges paraphrases);
+- a question-type cue: "when" wants a date or time, "how many/much" a number, "who" and "where"
+  a name, in English and Korean, and a sentence holding such an expression scores a little more;
+- recency on near ties, as a chat model reading a transcript prefers what was said last.
+
+It replies with the best sentence(s), or abstains below a threshold. It never sees expected
+answers. Per-sentence features are cached by text and a memory's index (term matrix, IDF,
+embeddings) by the memory text, so many probes over one long context cost little each.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
+from collections import OrderedDict
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from pydantic import ConfigDict, Field
+import numpy as np
+from pydantic import ConfigDict, Field, PrivateAttr
+from scipy import sparse
 
 from memory_lab.models.embeddings import OfflineEmbeddings
 from memory_lab.models.offline_base import OfflineChatModel
@@ -22,34 +39,60 @@ from memory_lab.normalize import normalize, sentences
 from memory_lab.prompt import split_prompt
 
 ABSTAIN_REPLY = "I don't know."
-COVERAGE_SHARE = 0.5
 
 _SPEAKER = re.compile(r"^\s*(human|ai|user|assistant|input|response|system)\s*:\s*", re.I)
+# A transcript line may name its speaker ("Caroline: ..."): every sentence of it is by them.
+_STAMP = re.compile(r"^\[([^\[\]\n]{1,80})\]\s*")
+_NAMED_SPEAKER = re.compile(r"^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+(?=\S)")
 _WORD = re.compile(r"\w+", re.UNICODE)
-
-# Function words carry no content; dropping them keeps n-gram overlap about the topic.
-_STOPWORDS = frozenset(
-    """a an the and or but if of to in on at by for with from about as into over after before
-    is are was were be been being am do does did done have has had having will would shall should
-    can could may might must i me my mine myself you your yours we our us they them their he him
-    his she her it its this that these those what which who whom whose when where why how there
-    here again also just so than then too very not no yes any some all each more most much many
-    tell remind say said told ask asked know knew remember recall please okay ok oh well really
-    again did does one thing things get got going go went make made let like
-    뭐 뭐야 뭐였지 뭐였죠 뭐예요 뭐였어요 무엇 무슨 어디 어디야 어디였지 어디였죠 언제 누구 누가 몇
-    어떤 어떻게 얼마 얼마나 왜 제가 내가 저는 나는 제 내 저 나 우리 그 이 저희 그거 이거 혹시 다시
-    말했던 말한 말씀드린 했던 했지 했죠 했나요 였지 였죠 인가요 이었죠
-    알려줘 알려주세요 기억나""".split()
-)
-
-
-def _content_words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(normalize(text)) if w not in _STOPWORDS]
-
-
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
+_DIGIT = re.compile(r"\d")
+
+# ----------------------------------------------------------------------------- question types
+# General cues, not tuned to any suite: the interrogatives of each language and the kind of
+# expression that answers them.
+NUMBER, TIME, NAME = 1, 2, 4
+_EN_TYPE_CUES = (
+    (re.compile(r"\bhow (many|much|long|old|far|often|big|tall|heavy)\b"), NUMBER),
+    (re.compile(r"\bwhat (number|amount|price|percentage|score)\b"), NUMBER),
+    (
+        re.compile(r"\bwhen\b|\bwhat (time|date|day|year|month)\b|\bwhich (day|year|month|date)\b"),
+        TIME,
+    ),
+    (re.compile(r"\bwho\b|\bwhom\b|\bwhose\b|\bwhere\b"), NAME),
+)
+# Korean interrogatives (a closed class) and the cue each one gives; they are never content.
+_KO_INTERROGATIVES = {
+    "언제": TIME,
+    "며칠": TIME,
+    "몇": NUMBER,
+    "얼마": NUMBER,
+    "얼마나": NUMBER,
+    "누구": NAME,
+    "누가": NAME,
+    "어디": NAME,
+    "어느": NAME,
+    "무엇": 0,
+    "뭐": 0,
+    "무슨": 0,
+    "어떤": 0,
+    "어떻": 0,
+    "왜": 0,
+}
+_EN_NUMBER_WORDS = frozenset(
+    """one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
+    sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety
+    hundred thousand million billion dozen half once twice""".split()
+)
+_EN_TIME_WORDS = frozenset(
+    """january february march april may june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday today yesterday tomorrow tonight
+    morning afternoon evening night weekend week month year spring summer autumn fall winter
+    ago noon midnight""".split()
+)
+_KO_TIME_UNITS = frozenset("년 월 일 시 분 초 주".split())
 # Content morphemes for Korean: nouns, numbers, foreign words, verb and adjective stems, roots.
-_KO_CONTENT = ("NNG", "NNP", "NR", "SN", "SL", "SH", "VV", "VA", "XR")
+_KO_CONTENT = ("NNG", "NNP", "NNB", "NR", "SN", "SL", "SH", "VV", "VA", "XR")
 
 
 @lru_cache(maxsize=1)
@@ -59,80 +102,185 @@ def _kiwi():
     return Kiwi()
 
 
+# Auxiliary forms and contraction pieces scikit-learn's list leaves out (closed-class grammar).
+_EN_AUXILIARIES = frozenset("did does doing s t d ll m re ve".split())
+
+
+@lru_cache(maxsize=1)
+def _en_stopwords() -> frozenset[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS) | _EN_AUXILIARIES
+
+
 def is_hangul_text(text: str) -> bool:
     """True when most letters of ``text`` are Hangul."""
     letters = [c for c in text if c.isalpha()]
     return bool(letters) and sum(bool(_HANGUL.match(c)) for c in letters) * 2 >= len(letters)
 
 
-@lru_cache(maxsize=65536)
-def _grams(text: str) -> frozenset[str]:
-    """Lexical features: character 2/3-grams of content words; Korean words become morphemes.
+def stem(word: str) -> str:
+    """A light English stemmer: plural, -ing, -ed and final -e folded ("moved" -> "mov")."""
+    if not word.isalpha() or len(word) <= 3:
+        return word
+    for suffix, repl in (
+        ("ies", "y"),
+        ("ied", "y"),
+        ("ing", ""),
+        ("ed", ""),
+        ("es", ""),
+        ("s", ""),
+    ):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith(("ss", "us", "is")):
+                continue
+            word = word[: -len(suffix)] + repl
+            if repl == "" and len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]  # stopped -> stopp -> stop
+            break
+    return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
-    Korean particles and endings attach to words ("부산으로", "이사했어요"), so Hangul words are
-    analysed with kiwipiepy and matched on their content morphemes ("부산", "이사").
-    """
-    grams: set[str] = set()
-    words = _content_words(text)
+
+@dataclass(frozen=True)
+class Features:
+    terms: frozenset[str]  # lexical features
+    words: tuple[tuple[str, str], ...]  # (term, a surface word) for English content words
+    kinds: int  # NUMBER | TIME | NAME expressions present
+    cues: int  # question-type cues (for questions)
+
+
+@lru_cache(maxsize=131072)
+def features(text: str) -> Features:
+    """Lexical terms, answer kinds and question cues of one sentence or question (cached)."""
+    norm = normalize(text)
+    terms: set[str] = set()
+    surface: dict[str, str] = {}
+    kinds = cues = 0
+    for pattern, cue in _EN_TYPE_CUES:
+        if pattern.search(norm):
+            cues |= cue
+    stop = _en_stopwords()
+    words = _WORD.findall(norm)
     if any(_HANGUL.search(w) for w in words):
-        for token in _kiwi().tokenize(normalize(text)):
-            tag = token.tag.split("-")[0]
-            if tag in _KO_CONTENT and token.form not in _STOPWORDS:
-                grams.add("m:" + token.form)
+        prev = None
+        for token in _kiwi().tokenize(norm):
+            tag, form = token.tag.split("-")[0], token.form
+            if form in _KO_INTERROGATIVES:
+                cues |= _KO_INTERROGATIVES[form]
+            elif tag in _KO_CONTENT:
+                terms.add(form)
+                if tag in ("SN", "NR"):
+                    kinds |= NUMBER
+                if tag == "NNP":
+                    kinds |= NAME
+                if (prev in ("SN", "NR") and form in _KO_TIME_UNITS) or form.endswith("요일"):
+                    kinds |= TIME
+            prev = tag
         words = [w for w in words if not _HANGUL.search(w)]
     for word in words:
-        padded = f"<{word}>"
-        for n in (2, 3):
-            grams.update(padded[i : i + n] for i in range(len(padded) - n + 1))
-    return frozenset(grams)
-
-
-def lexical_similarity(question: str, sentence: str) -> float:
-    """Cosine similarity of the two texts' character n-gram sets (0..1), unweighted."""
-    q, s = _grams(question), _grams(sentence)
-    if not q or not s:
-        return 0.0
-    return len(q & s) / math.sqrt(len(q) * len(s))
-
-
-def weighted_lexical_scores(question: str, candidates: list[str]) -> list[float]:
-    """IDF-weighted n-gram cosine of the question with each candidate (0..1).
-
-    Grams that occur in many sentences of this memory (the topic everybody talks about) weigh
-    little; rare grams (a name, a number) weigh much, as in BM25.
-    """
-    sets = [_grams(c) for c in candidates]
-    df: dict[str, int] = {}
-    for grams in sets:
-        for g in grams:
-            df[g] = df.get(g, 0) + 1
-    n = len(sets)
-
-    def weight(g: str) -> float:
-        return math.log((n + 1) / (df.get(g, 0) + 0.5))
-
-    q = _grams(question)
-    q_mass = sum(weight(g) ** 2 for g in q)
-    scores = []
-    for grams in sets:
-        shared = sum(weight(g) ** 2 for g in q & grams)
-        s_mass = sum(weight(g) ** 2 for g in grams)
-        if not shared:
-            scores.append(0.0)
-            continue
-        coverage = shared / q_mass  # how much of the question the sentence speaks to
-        cosine = shared / math.sqrt(q_mass * s_mass)  # and how much of it is about that
-        scores.append(COVERAGE_SHARE * coverage + (1 - COVERAGE_SHARE) * cosine)
-    return scores
+        if _DIGIT.search(word):
+            kinds |= NUMBER
+            if re.fullmatch(r"(1[89]|20)\d\d|\d{1,2}(st|nd|rd|th)|\d{1,2}(am|pm)", word):
+                kinds |= TIME
+        elif word in _EN_NUMBER_WORDS:
+            kinds |= NUMBER
+        if word in _EN_TIME_WORDS:
+            kinds |= TIME
+        if word not in stop:
+            terms.add(stem(word))
+            if word.isalpha() and len(word) > 2:
+                surface.setdefault(stem(word), word)
+    # Proper names: capitalised words that do not open a sentence (English).
+    raw = re.findall(r"(?<![.!?:]\s)(?<!^)\b[A-Z][a-z]+", text.strip())
+    if any(w.casefold() not in stop for w in raw):
+        kinds |= NAME
+    if re.search(r"\d:\d\d", text):
+        kinds |= TIME
+    return Features(frozenset(terms), tuple(sorted(surface.items())), kinds, cues)
 
 
 def split_sentences(memory: str) -> list[str]:
-    """Split a memory text into candidate sentences, without speaker prefixes."""
-    out: list[str] = []
-    for line in memory.splitlines():
-        line = _SPEAKER.sub("", line).strip()
-        out.extend(part for part in sentences(line) if _content_words(part))
+    """Split a memory text into candidate sentences, without Human/AI speaker prefixes."""
+    return [text for text, _, _ in _sentences_with_speakers(memory)]
+
+
+def _unstamped(line: str) -> tuple[str, str | None]:
+    """A memory line without its speaker prefix and leading date stamp, and the stamp."""
+    line = _SPEAKER.sub("", line).strip()
+    stamp = _STAMP.match(line)
+    return (line[stamp.end() :], stamp.group(1)) if stamp else (line, None)
+
+
+def _line_stamps(memory: str) -> dict[int, str]:
+    """Line number -> the date stamp it opens with (``[2026-03-02] ...``, see --timestamps)."""
+    out = {}
+    for number, line in enumerate(memory.splitlines()):
+        stamp = _unstamped(line)[1]
+        if stamp:
+            out[number] = stamp
     return out
+
+
+def _sentences_with_speakers(memory: str) -> list[tuple[str, str, int]]:
+    """(sentence, speaker named at the start of its line or "", line number) in order.
+
+    A leading date stamp is not part of the sentence: it would add the same date terms to every
+    sentence of a session. ``answer`` reports it when the question asks when.
+    """
+    out: list[tuple[str, str, int]] = []
+    for number, line in enumerate(memory.splitlines()):
+        line = _unstamped(line)[0]
+        named = _NAMED_SPEAKER.match(line)
+        speaker = named.group(1) if named else ""
+        out.extend((part, speaker, number) for part in sentences(line) if features(part).terms)
+    return out
+
+
+@dataclass
+class _Index:
+    """Everything about one memory text that does not depend on the question."""
+
+    sentences: list[str]  # in memory order; a repeated sentence appears each time
+    lines: np.ndarray  # the line (turn) each sentence belongs to
+    vocab: dict[str, int]
+    matrix: sparse.csr_matrix  # sentences x terms, 0/1
+    idf: np.ndarray
+    mass: np.ndarray  # sum of squared IDF of each sentence's terms
+    kinds: np.ndarray
+    questions: np.ndarray  # sentences that are themselves questions
+    words: dict[int, str]  # column -> a surface English word, for soft matching
+    dense: np.ndarray | None = None
+    word_cols: np.ndarray | None = None
+    word_vectors: np.ndarray | None = None
+
+
+def _build_index(memory: str) -> _Index:
+    found = _sentences_with_speakers(memory)
+    texts = [text for text, _, _ in found]
+    lines = np.array([line for _, _, line in found], dtype=np.int64)
+    vocab: dict[str, int] = {}
+    rows, cols = [], []
+    kinds = np.zeros(len(texts), dtype=np.int8)
+    words: dict[int, str] = {}
+    for i, (text, speaker, _) in enumerate(found):
+        feats = features(text)
+        for term, word in feats.words:
+            words.setdefault(vocab.setdefault(term, len(vocab)), word)
+        terms = set(feats.terms)
+        if speaker:
+            terms.update(features(speaker).terms)
+        for term in terms:
+            rows.append(i)
+            cols.append(vocab.setdefault(term, len(vocab)))
+        kinds[i] = feats.kinds
+    data = np.ones(len(rows), dtype=np.float64)
+    matrix = sparse.csr_matrix((data, (rows, cols)), shape=(len(texts), len(vocab)))
+    n = len(texts)
+    df = np.asarray(matrix.sum(axis=0)).ravel()
+    idf = np.log((n + 1) / (df + 0.5))
+    mass = matrix @ (idf**2)
+    questions = np.array([t.rstrip().endswith(("?", "？")) for t in texts], dtype=bool)
+    return _Index(texts, lines, vocab, matrix, idf, mass, kinds, questions, words)
 
 
 class OfflineReader(OfflineChatModel):
@@ -141,11 +289,20 @@ class OfflineReader(OfflineChatModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     embeddings: OfflineEmbeddings = Field(default_factory=OfflineEmbeddings, exclude=True)
-    threshold: float = 0.45
-    lexical_weight: float = 0.6
+    threshold: float = 0.3  # English: lexical and dense evidence together
+    threshold_hangul: float = 0.25  # Korean: lexical evidence only (MiniLM is English)
+    lexical_weight: float = 0.5
+    coverage_share: float = 0.7  # of the lexical score: coverage of the question vs cosine
+    absent_term_weight: float = 0.8  # IDF share of question terms the memory never mentions
+    type_weight: float = 0.2
+    soft_match: float = 0.6  # English: a memory word this MiniLM-similar to a question word
     recency_weight: float = 0.03
+    question_penalty: float = 0.8
+    answer_carry: float = 0.9  # share of a question's score its reply (next turn) inherits
+    context_carry: float = 0.5  # share of any sentence's score the next sentence inherits
     max_sentences: int = 2
     second_sentence_ratio: float = 0.9
+    _indexes: OrderedDict = PrivateAttr(default_factory=OrderedDict)
 
     @property
     def _llm_type(self) -> str:
@@ -155,45 +312,157 @@ class OfflineReader(OfflineChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {
             "model": "offline-reader",
+            "version": 2,
             "threshold": self.threshold,
+            "threshold_hangul": self.threshold_hangul,
             "lexical_weight": self.lexical_weight,
+            "coverage_share": self.coverage_share,
+            "absent_term_weight": self.absent_term_weight,
+            "type_weight": self.type_weight,
+            "soft_match": self.soft_match,
             "recency_weight": self.recency_weight,
+            "question_penalty": self.question_penalty,
+            "answer_carry": self.answer_carry,
+            "context_carry": self.context_carry,
             "max_sentences": self.max_sentences,
+            "second_sentence_ratio": self.second_sentence_ratio,
+            "stopwords": "sklearn ENGLISH_STOP_WORDS + auxiliaries",
+            "korean_content_tags": list(_KO_CONTENT),
         }
 
     def respond(self, prompt: str) -> str:
         return self.answer(prompt)
 
+    def _index(self, memory: str) -> _Index:
+        key = hashlib.blake2b(memory.encode("utf-8"), digest_size=16).digest()
+        index = self._indexes.get(key)
+        if index is None:
+            index = _build_index(memory)
+            self._indexes[key] = index
+            while len(self._indexes) > 8:
+                self._indexes.popitem(last=False)
+        else:
+            self._indexes.move_to_end(key)
+        return index
+
+    def scores(self, memory: str, question: str) -> tuple[_Index, np.ndarray]:
+        """The index of ``memory`` and every sentence's score against ``question``."""
+        index = self._index(memory)
+        n = len(index.sentences)
+        q = features(question)
+        hangul = is_hangul_text(question)
+        absent_idf = math.log((n + 1) / 0.5) * self.absent_term_weight
+        weights = np.zeros(len(index.vocab))
+        q_mass = 0.0
+        missing: list[tuple[str, float]] = []  # English words to match softly, with weights
+        q_words = dict(q.words)
+        for term in sorted(q.terms):
+            col = index.vocab.get(term)
+            if col is None:
+                q_mass += absent_idf**2
+                if term in q_words:
+                    missing.append((q_words[term], absent_idf**2))
+            else:
+                weights[col] = index.idf[col] ** 2
+                q_mass += weights[col]
+        shared = index.matrix @ weights
+        if missing and not hangul and self.soft_match < 1:
+            shared = shared + self._soft_shared(index, missing)
+        if q_mass > 0:
+            coverage = shared / q_mass
+            cosine = shared / np.sqrt(q_mass * np.maximum(index.mass, 1e-9))
+            lexical = self.coverage_share * coverage + (1 - self.coverage_share) * cosine
+        else:
+            lexical = np.zeros(n)
+        if hangul:
+            score = lexical
+        else:
+            if index.dense is None:
+                index.dense = self.embeddings.matrix(index.sentences)
+            dense = np.clip(index.dense @ self.embeddings.matrix([question])[0], 0.0, None)
+            score = self.lexical_weight * lexical + (1 - self.lexical_weight) * dense
+        if q.cues:
+            score = score + self.type_weight * ((index.kinds & q.cues) > 0)
+        score = score + self.recency_weight * np.arange(n) / max(1, n - 1)
+        if n > 1:
+            # A transcript answers a question in the next turn, and a sentence that restates the
+            # topic is often followed by the detail: pass part of each score to the next sentence.
+            prev = np.concatenate(([0.0], score[:-1]))
+            asked = np.concatenate(([False], index.questions[:-1]))
+            new_turn = np.concatenate(([False], index.lines[1:] != index.lines[:-1]))
+            carry = np.where(asked & new_turn, self.answer_carry, self.context_carry)
+            carried = np.maximum(score, carry * prev)
+        else:
+            carried = score
+        # a question restates a topic; it rarely holds the answer
+        return index, np.where(index.questions, carried * self.question_penalty, carried)
+
+    def _soft_shared(self, index: _Index, missing: list[tuple[str, float]]) -> np.ndarray:
+        """Soft matches of question words the memory never uses ("vehicle" ~ "car").
+
+        Each missing word is credited, in every sentence, with its weight times the best MiniLM
+        similarity of any memory word in that sentence, when that similarity reaches
+        ``soft_match``.
+        """
+        if index.word_vectors is None:
+            cols = np.array(sorted(index.words), dtype=np.int64)
+            index.word_cols = cols
+            index.word_vectors = (
+                self.embeddings.matrix([index.words[c] for c in cols])
+                if len(cols)
+                else np.zeros((0, 1), dtype=np.float32)
+            )
+        out = np.zeros(len(index.sentences))
+        if not len(index.word_cols):
+            return out
+        query = self.embeddings.matrix([word for word, _ in missing])
+        sims = index.word_vectors @ query.T  # memory words x missing words
+        for j, (_, weight) in enumerate(missing):
+            close = np.flatnonzero(sims[:, j] >= self.soft_match)
+            if not len(close):
+                continue
+            sub = index.matrix[:, index.word_cols[close]].multiply(sims[close, j][None, :])
+            best = np.asarray(sub.max(axis=1).todense()).ravel()
+            out += weight * best
+        return out
+
     def answer(self, prompt: str) -> str:
         """The reply to a prompt laid out by the shared template."""
         memory, question = split_prompt(prompt)
-        candidates = list(dict.fromkeys(split_sentences(memory)))
-        if not candidates or not _content_words(question):
+        if not features(question).terms or not split_sentences(memory):
             return ABSTAIN_REPLY
-        # MiniLM is an English model: on Korean it rates every pair alike, so it gets no say there.
-        dense_weight = 0.0 if is_hangul_text(question) else 1 - self.lexical_weight
-        lexical_weight = 1 - dense_weight
-        dense = [0.0] * len(candidates)
-        if dense_weight:
-            sims = self.embeddings.matrix(candidates) @ self.embeddings.matrix([question])[0]
-            dense = [max(0.0, float(x)) for x in sims]
-        lexical = weighted_lexical_scores(question, candidates)
-        last = max(1, len(candidates) - 1)
-        scored = []
-        for pos, sentence in enumerate(candidates):
-            score = lexical_weight * lexical[pos] + dense_weight * dense[pos]
-            # Like a chat model reading a transcript, prefer what was said last on near ties.
-            score += self.recency_weight * pos / last
-            if sentence.rstrip().endswith(("?", "？")):
-                score *= 0.8  # a question restates a topic; it rarely holds the answer
-            scored.append((score, pos, sentence))
-        scored.sort(key=lambda x: (-x[0], x[1]))
-        best = scored[0][0]
-        if best < self.threshold:
+        index, score = self.scores(memory, question)
+        threshold = self.threshold_hangul if is_hangul_text(question) else self.threshold
+        order = np.lexsort((np.arange(len(score)), -score))
+        best = float(score[order[0]])
+        if best < threshold:
             return ABSTAIN_REPLY
-        chosen = [scored[0]]
-        for item in scored[1 : self.max_sentences]:
-            if item[0] >= best * self.second_sentence_ratio:
-                chosen.append(item)
-        chosen.sort(key=lambda x: x[1])  # keep memory order
-        return " ".join(s for _, _, s in chosen)
+        chosen = [int(order[0])]
+        cues = features(question).cues
+        top = chosen[0]
+        if (
+            cues
+            and not index.kinds[top] & cues
+            and top + 1 < len(index.sentences)
+            and index.lines[top + 1] == index.lines[top]
+            and index.kinds[top + 1] & cues
+            and self.max_sentences > 1
+        ):
+            # The best sentence names the topic without the kind of answer asked for (a date, a
+            # number, a name) and the next sentence of the same turn has one: it is the detail.
+            chosen.append(top + 1)
+        for pos in order[1:]:
+            if len(chosen) >= self.max_sentences or score[pos] < best * self.second_sentence_ratio:
+                break
+            if index.sentences[pos] not in {index.sentences[i] for i in chosen}:
+                chosen.append(int(pos))
+        reply = " ".join(index.sentences[i] for i in sorted(chosen))
+        if cues & TIME and not any(index.kinds[i] & TIME for i in chosen):
+            # asked when, and the sentence names no time: say when it was said, if stamped
+            stamps = _line_stamps(memory)
+            said = list(
+                dict.fromkeys(stamps[n] for i in chosen if (n := int(index.lines[i])) in stamps)
+            )
+            if said:
+                reply += f" ({', '.join(said)})"
+        return reply
