@@ -20,8 +20,10 @@ from memory_lab.charts import save_charts
 from memory_lab.report import write_report
 from memory_lab.results import (
     format_category_table,
+    format_reader_line,
     format_summary,
     read_results,
+    reader_accuracy,
     summarize_by_category,
 )
 
@@ -43,6 +45,7 @@ def main() -> int:
     wall = time.perf_counter() - started
     results = read_results(outcome.path)
     print(format_summary(outcome.summary, results.run))
+    print(format_reader_line(reader_accuracy(results), results.run))
     print("\n" + format_category_table(summarize_by_category(results)))
     print(f"\nwall time: {wall:.1f} s (target: under 120 s on 2 cores)")
     print(f"results:   {outcome.path}/run.json, records.jsonl, summary.csv")
