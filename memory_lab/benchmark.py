@@ -8,6 +8,7 @@ from its folder.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import sys
 import uuid
@@ -378,6 +379,15 @@ def _execute(
 ) -> RunOutcome:
     """Run ``cells`` appending to the folder's records, then write the summaries."""
     jobs, concurrency = models.config.jobs, models.config.concurrency
+    cap = max(1, len(cells))
+    if jobs > 1:  # one process per core is the most that helps a CPU-bound run
+        limit = min(cap, os.cpu_count() or 1)
+        if jobs > limit:
+            print(f"note: --jobs {jobs} clamped to {limit} (cells, cores)", file=sys.stderr)
+            jobs = max(1, limit)
+    if concurrency > cap:
+        print(f"note: --concurrency {concurrency} clamped to {cap} (cells)", file=sys.stderr)
+        concurrency = cap
     info["status"] = "running"
     write_run_info(folder, info)
     writer = RecordWriter(folder / RECORDS_FILE)

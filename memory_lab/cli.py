@@ -175,9 +175,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from memory_lab.report import write_report
     from memory_lab.results import read_results
 
-    for path in save_charts(read_results(args.results_dir)):
+    results = read_results(args.results_dir)
+    if results.turns.empty and results.probes.empty:
+        raise ValueError(f"{args.results_dir}: records.jsonl holds no records; nothing to report")
+    for path in save_charts(results):
         print(f"chart:  {path}")
-    print(f"report: {write_report(args.results_dir)}")
+    print(f"report: {write_report(args.results_dir)}")  # reads the folder again
     return 0
 
 
@@ -194,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="memory-lab",
         description="Compare conversational memories for LLM chatbots: recall and token cost.",
     )
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="replay dialogues through memories and summarise")
@@ -343,14 +347,34 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a command. Exit codes: 0 success, 1 a cell failed (recorded), 2 bad input or
+    environment (one line naming the file or option), 130 interrupted. ``--debug`` shows the
+    traceback instead of the one line."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except KeyboardInterrupt:
+        where = getattr(args, "out", None) or getattr(args, "resume", None)
+        hint = f"; continue with: memory-lab run --resume {where}" if where else ""
+        print(f"memory-lab: interrupted{hint}", file=sys.stderr)
+        return 130
     except DialogueError as exc:
+        if args.debug:
+            raise
         print(f"memory-lab: invalid dialogues:\n{exc}", file=sys.stderr)
-    except (ValueError, FileExistsError, FileNotFoundError) as exc:
-        print(f"memory-lab: error: {exc}", file=sys.stderr)
+    except (ValueError, KeyError, OSError) as exc:
+        if args.debug:
+            raise
+        print(f"memory-lab: error: {_one_line(exc)}", file=sys.stderr)
     return 2
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as one line, naming the file when the OS error has one."""
+    if isinstance(exc, OSError) and exc.filename and not isinstance(exc, FileExistsError):
+        return f"{exc.filename}: {exc.strerror or exc}"
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    return text if "\n" not in text or isinstance(exc, ValueError) else text.splitlines()[0]
 
 
 if __name__ == "__main__":

@@ -138,20 +138,73 @@ class _Collector:
         self.problems.append(Problem(self.file, dialogue, field_, message))
 
 
+MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_DEPTH = 40
+MAX_NODES = 2_000_000  # values after YAML aliases are expanded, as hashing would see them
+
+
 def _read_documents(path: Path, out: _Collector) -> list[Any]:
+    """The documents of one file, or [] with a problem; bounded in size, depth and expansion."""
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            out.add(None, "file", f"is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
+            return []
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         out.add(None, "file", f"cannot read: {exc}")
         return []
+    kind = "JSON" if path.suffix == ".json" else "YAML"
     try:
         if path.suffix == ".json":
             data = json.loads(text)
-            return data if isinstance(data, list) else [data]
-        return [d for d in yaml.safe_load_all(text) if d is not None]
+            docs = data if isinstance(data, list) else [data]
+        else:
+            docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        out.add(None, "file", f"not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}")
+        out.add(None, "file", f"not valid {kind}: {exc}")
         return []
+    except RecursionError:
+        out.add(None, "file", f"{kind} nested too deeply to read (limit {MAX_DEPTH} levels)")
+        return []
+    for i, doc in enumerate(docs):
+        problem = bounds_problem(doc)
+        if problem:
+            where = "file" if len(docs) == 1 else f"document {i + 1}"
+            out.add(None, where, problem)
+            return []
+    return docs
+
+
+def bounds_problem(doc: Any) -> str | None:
+    """Why a parsed document is unsafe to use (too deep, too large once aliases expand, a
+    non-string key, a lone surrogate), or None. Walks iteratively and stops at the first limit,
+    so a YAML alias bomb is refused in milliseconds instead of being expanded by hashing."""
+    stack: list[tuple[Any, int, str]] = [(doc, 0, "")]
+    nodes = 0
+    while stack:
+        value, depth, where = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            return (
+                f"expands to more than {MAX_NODES:,} values (YAML aliases?); "
+                "a dialogue is far smaller"
+            )
+        if depth > MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH} levels at {where or 'the top'}"
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    return f"key {key!r} at {where or 'the top'} must be a string"
+                stack.append((item, depth + 1, f"{where}.{key}" if where else key))
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1, f"{where}[{i}]") for i, item in enumerate(value))
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"{where or 'a string'} holds an invalid character (a lone surrogate)"
+    return None
 
 
 def _str_list(value: Any, did: str | None, name: str, out: _Collector) -> tuple[str, ...]:

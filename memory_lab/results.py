@@ -159,6 +159,29 @@ def _rate(values: pd.Series) -> float:
     return float(values.astype(bool).mean()) if len(values) else math.nan
 
 
+SUMMARY_COLUMNS = [
+    "memory",
+    "dialogues",
+    "probes",
+    "answerable",
+    "evidence_recall",
+    "context_hit_rate",
+    "accuracy",
+    "accuracy_low",
+    "accuracy_high",
+    "abstention_probes",
+    "abstention_accuracy",
+    "stale_rate",
+    "mean_prompt_tokens",
+    "prompt_tokens",
+    "completion_tokens",
+    "memory_tokens",
+    "total_tokens",
+    "est_cost_usd",
+    "seconds",
+]
+
+
 def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.DataFrame:
     """One row per memory: retrieval first, then the answering model's recall, then cost.
 
@@ -240,7 +263,7 @@ def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.Da
                 "seconds": float(t["seconds"].sum() + (p["seconds"].sum() if n else 0)),
             }
         )
-    summary = pd.DataFrame(rows)
+    summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     if len(summary) and probes["judge_correct"].notna().any():
         judged = judge_summary(probes)[["memory", "judge_accuracy", "disagreement_rate"]]
         summary = summary.merge(judged, on="memory", how="left")

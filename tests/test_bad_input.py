@@ -1,0 +1,99 @@
+"""Bad input and interruptions end in one clear line and the right exit code, never a traceback."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from memory_lab.cli import main
+
+from .conftest import FIXTURES
+
+ALIAS_BOMB = """\
+format: memory-lab/dialogue@1
+id: bomb
+sessions:
+  - turns:
+      - user: "hi"
+probes:
+  - id: p
+    question: "q?"
+    category: abstention
+    metadata:
+      a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+      b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+      c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+      d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+      e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+      f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+      g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+      h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("bomb.yaml", ALIAS_BOMB, "expands to more than"),
+        ("deep.yaml", "a: " + "[" * 5000 + "]" * 5000, "nested too deeply"),
+        ("deep.json", "[" * 100000 + "]" * 100000, "nested too deeply"),
+        ("mixed.yaml", "format: memory-lab/dialogue@1\nid: m\n1: x\n", "key 1 at the top must be"),
+        (
+            "sur.json",
+            '{"format": "memory-lab/dialogue@1", "id": "s", "title": "\\ud800"}',
+            "lone surrogate",
+        ),
+    ],
+)
+def test_hostile_dialogue_files_are_refused_quickly_naming_the_file(
+    tmp_path, capsys, name, text, message
+):
+    path = tmp_path / name
+    path.write_text(text, "utf-8")
+    started = time.perf_counter()
+    out = tmp_path / "run"
+    assert main(["run", "--memory", "buffer", "--dialogues", str(path), "--out", str(out)]) == 2
+    assert time.perf_counter() - started < 20
+    err = capsys.readouterr().err
+    assert str(path) in err and message in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_an_unwritable_results_folder_is_one_line(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    code = main(
+        ["run", "--memory", "buffer", "--dialogues", str(FIXTURES / "dialogues")]
+        + ["--out", str(blocker / "run"), "--quiet"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and str(blocker) in err and len(err.strip().splitlines()) == 1
+
+
+def test_report_on_an_empty_run_says_so(tmp_path, capsys):
+    (tmp_path / "records.jsonl").write_text("")
+    assert main(["report", str(tmp_path)]) == 2
+    assert "holds no records" in capsys.readouterr().err
+
+
+def test_ctrl_c_exits_130_with_one_line_saying_how_to_resume(tmp_path, capsys, monkeypatch):
+    import memory_lab.benchmark as benchmark
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(benchmark, "run_benchmark", interrupted)
+    out = tmp_path / "run"
+    code = main(["run", "--memory", "buffer", "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 130 and f"--resume {out}" in err and "Traceback" not in err
+
+
+def test_too_many_jobs_are_clamped_with_a_note(tmp_path, capsys):
+    code = main(
+        ["run", "--memory", "window:k=1", "--dialogues", str(FIXTURES / "dialogues")]
+        + ["--jobs", "1000", "--out", str(tmp_path / "run"), "--quiet"]
+    )
+    assert code == 0
+    assert "--jobs 1000 clamped to 1" in capsys.readouterr().err
