@@ -195,9 +195,11 @@ def run_benchmark(
         from memory_lab.cache import default_cache_dir
 
         cache_dir = str(default_cache_dir() if config.cache is True else Path(config.cache))
+    # every provider request of this process and its workers times out (read by providers.py)
+    os.environ["MEMORY_LAB_REQUEST_TIMEOUT"] = str(config.request_timeout)
     memory_embedding = offline_embedding_model(effective.embeddings)  # ValueError if unknown
-    if memory_embedding is None:  # fail before any folder is made, like chat models
-        check_provider(effective.embeddings, effective.base_url)
+    for spec in effective.model_specs():  # fail once, before any folder is made
+        check_provider(spec, effective.base_url)
     roles = memory_roles(memories)
     base_url = effective.base_url
     started = datetime.now(UTC)
@@ -329,6 +331,9 @@ def resume_benchmark(
     if changes:
         config = config.replace(**{"jobs": 1, "concurrency": 1, **changes})
     memories = [spec_from_json(m) for m in info["memory_specs"]]
+    os.environ["MEMORY_LAB_REQUEST_TIMEOUT"] = str(config.request_timeout)
+    for spec in (config.offline_stand_ins() if config.dry_run else config).model_specs():
+        check_provider(spec, config.base_url)
     dialogues = load_dialogues(*info["dialogue_sources"])
     recorded = {d["id"]: d["sha256"] for d in info["dialogues"]}
     current = {d.id: d.content_hash for d in dialogues}

@@ -94,6 +94,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         cache=False if args.no_cache else (str(args.cache_dir) if args.cache_dir else True),
         dry_run=args.dry_run,
         timestamps=args.timestamps == "on",
+        request_timeout=args.request_timeout,
         adversarial=args.adversarial,
     )
 
@@ -287,6 +288,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="apart",
         help="LoCoMo's adversarial questions: summarised apart from the headline (default) "
         "or included in it",
+    )
+    run.add_argument(
+        "--request-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="a provider request that takes longer fails (then is retried); default 60",
     )
     run.add_argument("--resume", type=Path, metavar="DIR", help="continue an interrupted run")
     run.add_argument(

@@ -50,6 +50,7 @@ class RunConfig:
     dry_run: bool = False
     timestamps: bool = True
     adversarial: str = "apart"
+    request_timeout: float = 60.0
 
     def __post_init__(self) -> None:
         if self.jobs < 1 or self.concurrency < 1:
@@ -60,6 +61,8 @@ class RunConfig:
             )
         if self.mode not in MODES:
             raise ConfigError(f"--mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if not self.request_timeout > 0:
+            raise ConfigError("--request-timeout must be a positive number of seconds")
         if self.adversarial not in ADVERSARIAL:
             raise ConfigError(
                 f"--adversarial must be one of {', '.join(ADVERSARIAL)}, got {self.adversarial!r}"

@@ -64,9 +64,12 @@ def base_url_for(provider: str, base_url: str | None) -> str | None:
 
 
 def check_provider(spec: str, base_url: str | None = None) -> None:
-    """Raise ProviderError now if ``spec`` could not be served (package or key missing)."""
+    """Raise ProviderError now if ``spec`` could not be served (package or key missing, or
+    nothing listening at its base URL)."""
     provider, _ = split_model(spec)
-    _check_ready(provider, base_url_for(provider, base_url))
+    url = base_url_for(provider, base_url)
+    _check_ready(provider, url)
+    check_reachable(url)
 
 
 def _count_with_offline_tokenizer(model: Any) -> Any:
@@ -79,6 +82,28 @@ def _count_with_offline_tokenizer(model: Any) -> Any:
     )
     object.__setattr__(model, "get_num_tokens", lambda text: len(token_ids(text)))
     return model
+
+
+def default_request_timeout() -> float:
+    """Seconds a provider request may take before it fails (``--request-timeout``)."""
+    return float(os.environ.get("MEMORY_LAB_REQUEST_TIMEOUT", "60"))
+
+
+def check_reachable(url: str | None, timeout: float = 3.0) -> None:
+    """ProviderError now if nothing listens at ``url`` (checked once, before a run starts)."""
+    if not url:
+        return
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if not parts.hostname:
+        raise ProviderError(f"base URL {url!r} has no host")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except OSError as exc:
+        raise ProviderError(f"cannot reach the provider at {url}: {exc}") from None
 
 
 def default_max_retries() -> int:
@@ -99,7 +124,7 @@ def provider_chat_model(
     _check_ready(provider, url)
     from langchain_classic.chat_models import init_chat_model
 
-    kwargs: dict[str, Any] = {"temperature": temperature}
+    kwargs: dict[str, Any] = {"temperature": temperature, "timeout": default_request_timeout()}
     if provider in ("openai", "anthropic"):
         kwargs["max_retries"] = default_max_retries() if max_retries is None else max_retries
     if url:
@@ -118,7 +143,11 @@ def provider_embeddings(
         from langchain_openai import OpenAIEmbeddings
 
         retries = default_max_retries() if max_retries is None else max_retries
-        kwargs: dict[str, Any] = {"model": model, "max_retries": retries}
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "max_retries": retries,
+            "request_timeout": default_request_timeout(),
+        }
         if url:
             kwargs["base_url"] = url
             kwargs["check_embedding_ctx_length"] = False  # would fetch a tokenizer for the name

@@ -178,3 +178,62 @@ def test_a_repeated_run_is_served_from_the_cache_with_the_original_usage(tmp_pat
         **{**common, "cache": False},
     )
     assert third.failed_cells == 0 and len(mock.requests) > calls  # --no-cache calls again
+
+
+def test_a_closed_provider_port_fails_once_before_the_run(tmp_path, monkeypatch, capsys):
+    import socket
+
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "run"
+    code = main(
+        ["run", "--memory", "buffer", "--dialogues", str(FIXTURES / "dialogues")]
+        + ["--llm", "openai:gpt-4o-mini", "--base-url", f"http://127.0.0.1:{port}/v1"]
+        + ["--out", str(out), "--quiet"]
+    )
+    assert code == 2 and "cannot reach the provider" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_provider_that_never_answers_times_out(tmp_path, monkeypatch):
+    import socket
+    import threading
+
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("MEMORY_LAB_MAX_RETRIES", "0")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list = []
+    stop = threading.Event()
+
+    def accept_and_hold():  # accepts connections and never answers (bounded by the test)
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept_and_hold, daemon=True)
+    thread.start()
+    try:
+        out = tmp_path / "run"
+        code = main(
+            ["run", "--memory", "buffer", "--dialogues", str(FIXTURES / "dialogues")]
+            + ["--llm", "openai:gpt-4o-mini", "--request-timeout", "1", "--no-cache"]
+            + ["--base-url", f"http://127.0.0.1:{server.getsockname()[1]}/v1"]
+            + ["--out", str(out), "--quiet"]
+        )
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        server.close()
+    assert code == 1  # the cell failed with a timeout and was recorded
+    info = json.loads((out / "run.json").read_text())
+    assert info["status"] == "failed" and info["config"]["request_timeout"] == 1.0
+    assert "timed out" in info["errors"][0]["traceback"].lower()
