@@ -41,3 +41,23 @@ def test_context_limit_drops_the_oldest_context_and_records_truncation(tmp_path)
     late = turns.sort_values("exchange").iloc[-1]
     first_line = dialogues[0].turns[0].text
     assert first_line not in late["prompt"]  # the oldest part went first
+
+
+def test_every_memory_runs_with_concurrency_4_as_it_does_alone(tmp_path):
+    import json
+
+    from memory_lab import load_dialogues, resolve_memories, run_benchmark
+
+    dialogues = sorted(load_dialogues("builtin:classic"), key=lambda d: len(d.turns))[:4]
+    memories = resolve_memories(["all", "vector:k=2"])  # vector cells overlap in time
+
+    def records(folder):
+        rows = [json.loads(x) for x in (folder / "records.jsonl").read_text().splitlines()]
+        for r in rows:
+            r.pop("seconds", None)
+        return rows
+
+    alone = run_benchmark(memories, dialogues, tmp_path / "alone", progress=False)
+    four = run_benchmark(memories, dialogues, tmp_path / "four", concurrency=4, progress=False)
+    assert alone.failed_cells == four.failed_cells == 0
+    assert records(four.path) == records(alone.path)

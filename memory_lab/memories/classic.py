@@ -8,6 +8,7 @@ The factories configure the langchain-classic classes as they are; nothing is re
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -115,14 +116,34 @@ def summary_buffer(res: MemoryResources, max_token_limit: int = 600) -> ClassicM
     )
 
 
+_CHROMA_LOCK = threading.Lock()
+
+
+def chroma_client() -> Any:
+    """The process's one in-memory Chroma client; cells keep apart by collection name.
+
+    Creating and releasing clients concurrently breaks Chroma's shared in-process system
+    (``--concurrency``), and one client is also cheaper. In memory and telemetry off: nothing
+    persists between runs and nothing leaves the machine.
+    """
+    global _CHROMA
+    with _CHROMA_LOCK:
+        if _CHROMA is None:
+            import chromadb
+            from chromadb.config import Settings
+
+            _CHROMA = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+        return _CHROMA
+
+
+_CHROMA: Any = None
+
+
 def vector(res: MemoryResources, k: int = 4) -> ClassicMemory:
-    import chromadb
-    from chromadb.config import Settings
     from langchain_chroma import Chroma
     from langchain_classic.memory import VectorStoreRetrieverMemory
 
-    # In-memory and telemetry off: nothing persists between runs and nothing leaves the machine.
-    client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+    client = chroma_client()
     store = Chroma(
         collection_name=res.cell_id,
         embedding_function=res.embeddings,  # always ours: Chroma's default would download
