@@ -97,3 +97,18 @@ def test_too_many_jobs_are_clamped_with_a_note(tmp_path, capsys):
     )
     assert code == 0
     assert "--jobs 1000 clamped to 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"config": {', "cannot be read as JSON"),
+        ("[1, 2]", "must hold an object, got list"),
+        ('{"memory_specs": [], "dialogue_sources": ["x"], "dialogues": []}', "lacks the field"),
+    ],
+)
+def test_resume_of_a_broken_run_json_names_the_file(tmp_path, capsys, text, message):
+    (tmp_path / "run.json").write_text(text)
+    assert main(["run", "--resume", str(tmp_path), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / "run.json") in err and message in err and "Traceback" not in err
