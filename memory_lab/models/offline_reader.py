@@ -12,7 +12,10 @@ each against the question with general, corpus-independent machinery:
 - MiniLM cosine similarity for English questions (it bridges paraphrases);
 - a question-type cue: "when" wants a date or time, "how many/much" a number, "who" and "where"
   a name, in English and Korean, and a sentence holding such an expression scores a little more;
-- recency on near ties, as a chat model reading a transcript prefers what was said last.
+- recency on near ties, as a chat model reading a transcript prefers what was said last;
+- names (English questions): a capitalised word of the question the memory never mentions, or
+  a best passage that shares nothing with the question but its names (the right person, not
+  what is asked: "Marco's hourly wage" against "Marco asked for a raise"), makes it abstain.
 
 It replies with the best sentence(s), or abstains below a threshold. It never sees expected
 answers. Per-sentence features are cached by text and a memory's index (term matrix, IDF,
@@ -199,6 +202,16 @@ def features(text: str) -> Features:
     return Features(frozenset(terms), tuple(sorted(surface.items())), kinds, cues)
 
 
+@lru_cache(maxsize=4096)
+def question_names(question: str) -> frozenset[str]:
+    """Terms of the capitalised words of an English question after its first word ("Marco")."""
+    if is_hangul_text(question):
+        return frozenset()
+    stop = _en_stopwords()
+    words = re.findall(r"(?<!^)\b[A-Z][A-Za-z0-9]*", question.strip())
+    return frozenset(stem(w.casefold()) for w in words if w.casefold() not in stop)
+
+
 def split_sentences(memory: str) -> list[str]:
     """Split a memory text into candidate sentences, without Human/AI speaker prefixes."""
     return [text for text, _, _ in _sentences_with_speakers(memory)]
@@ -302,6 +315,10 @@ class OfflineReader(OfflineChatModel):
     context_carry: float = 0.5  # share of any sentence's score the next sentence inherits
     max_sentences: int = 2
     second_sentence_ratio: float = 0.9
+    # Abstain when the question names someone or something (a capitalised word) the memory
+    # never mentions, or when the best passage shares only the question's names with it (it is
+    # about the right person but not about what is asked: "Marco's hourly wage").
+    names_rule: bool = True
     _indexes: OrderedDict = PrivateAttr(default_factory=OrderedDict)
 
     @property
@@ -312,7 +329,7 @@ class OfflineReader(OfflineChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {
             "model": "offline-reader",
-            "version": 2,
+            "version": 3,
             "threshold": self.threshold,
             "threshold_hangul": self.threshold_hangul,
             "lexical_weight": self.lexical_weight,
@@ -326,6 +343,7 @@ class OfflineReader(OfflineChatModel):
             "context_carry": self.context_carry,
             "max_sentences": self.max_sentences,
             "second_sentence_ratio": self.second_sentence_ratio,
+            "names_rule": self.names_rule,
             "stopwords": "sklearn ENGLISH_STOP_WORDS + auxiliaries",
             "korean_content_tags": list(_KO_CONTENT),
         }
@@ -426,6 +444,27 @@ class OfflineReader(OfflineChatModel):
             out += weight * best
         return out
 
+    def _off_topic(self, index: _Index, question: str, top: int) -> bool:
+        """The question's names are unknown, or the best passage matches nothing else of it.
+
+        The passage is the best sentence and the one before it (a reply inherits the score of
+        the question it answers).
+        """
+        names = question_names(question)
+        if not names:
+            return False
+        if any(name not in index.vocab for name in names):
+            return True
+        terms = features(question).terms
+        others = terms - names
+        if not others:
+            return False
+        window = index.matrix[max(0, top - 1) : top + 1]
+        present = [t for t in sorted(terms) if t in index.vocab]
+        hits = np.asarray(window[:, [index.vocab[t] for t in present]].sum(axis=0)).ravel() > 0
+        covered = {t for t, hit in zip(present, hits, strict=True) if hit}
+        return bool(covered) and covered <= names
+
     def answer(self, prompt: str) -> str:
         """The reply to a prompt laid out by the shared template."""
         memory, question = split_prompt(prompt)
@@ -440,6 +479,8 @@ class OfflineReader(OfflineChatModel):
         chosen = [int(order[0])]
         cues = features(question).cues
         top = chosen[0]
+        if self.names_rule and self._off_topic(index, question, top):
+            return ABSTAIN_REPLY
         if (
             cues
             and not index.kinds[top] & cues

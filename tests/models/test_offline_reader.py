@@ -87,6 +87,16 @@ def test_reader_abstains_on_empty_or_unrelated_memory(reader):
     assert is_abstention(ask(reader, MEMORY_KO, "제가 좋아하는 피아노 곡이 뭐였죠?"))
 
 
+def test_reader_abstains_on_a_tempting_fact_about_the_same_name(reader):
+    # Dr. Okafor is in the memory, but only where her clinic is: her phone number never was
+    assert ask(reader, MEMORY_EN, "What is Dr. Okafor's phone number?") == ABSTAIN_REPLY
+    # a name the memory never mentions, next to a related fact (the greyhound Biscuit)
+    assert ask(reader, MEMORY_EN, "What breed is Rex, our greyhound?") == ABSTAIN_REPLY
+    # asked about what was said of the name, it still answers
+    assert "Elm Street" in ask(reader, MEMORY_EN, "Where is Dr. Okafor's clinic now?")
+    assert reader._identifying_params["names_rule"] is True
+
+
 def test_reader_never_answers_from_the_question_itself(reader):
     reply = ask(reader, "", "Is my cat called Mochi?")
     assert "Mochi" not in reply
@@ -108,6 +118,7 @@ def test_same_prompt_same_reply_and_parameters_are_recorded(run_models):
         "type_weight",
         "recency_weight",
         "max_sentences",
+        "names_rule",
     ):
         assert params[name] == getattr(first, name)
 
