@@ -79,7 +79,7 @@ def _init_worker(runtime: dict[str, Any], threads: int) -> None:
 
 def _worker(spec: MemorySpec, dialogue: Dialogue, part: str) -> CellOutcome:
     assert _WORKER_MODELS is not None
-    writer = RecordWriter(Path(part))
+    writer = RecordWriter(Path(part), fresh=True)
     try:
         return run_cell(spec, dialogue, _WORKER_MODELS, writer.write)
     finally:
@@ -109,6 +109,16 @@ def _in_cell_order(
             next_index += 1
 
 
+def fresh_parts(parts_dir: Path) -> None:
+    """An empty parts folder. Parts left by an interrupted run belong to cells that are either
+    complete in records.jsonl already or are being redone now; appending them would duplicate
+    records, so they are discarded."""
+    if parts_dir.exists():
+        for stale in parts_dir.iterdir():
+            stale.unlink()
+    parts_dir.mkdir(exist_ok=True)
+
+
 def run_cells_parallel(
     cells: list[tuple[MemorySpec, Dialogue]],
     models: RunModels,
@@ -128,7 +138,7 @@ def run_cells_parallel(
         "resources": dict(models.resources),
         "work_dir": models.work_dir,
     }
-    parts_dir.mkdir(exist_ok=True)
+    fresh_parts(parts_dir)
     threads = max(1, (os.cpu_count() or 1) // jobs)
     # spawn, not fork: the parent may hold torch/OpenMP threads that a forked child would inherit
     ctx = multiprocessing.get_context("spawn")
@@ -152,10 +162,10 @@ def run_cells_threaded(
     on_cell: Callable[[int], None],
 ) -> Iterator[CellOutcome]:
     """Run ``concurrency`` cells at a time in threads (API-bound runs waiting on providers)."""
-    parts_dir.mkdir(exist_ok=True)
+    fresh_parts(parts_dir)
 
     def task(spec: MemorySpec, dialogue: Dialogue, part: Path) -> CellOutcome:
-        writer = RecordWriter(part)
+        writer = RecordWriter(part, fresh=True)
         try:
             return run_cell(spec, dialogue, models, writer.write)
         finally:

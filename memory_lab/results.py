@@ -28,9 +28,10 @@ CATEGORY_SUMMARY_FILE = "summary_by_category.csv"
 class RecordWriter:
     """Appends one JSON line per record and flushes it to disk at once."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, fresh: bool = False):
         self.path = path
-        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        # a part file starts empty; records.jsonl is appended to
+        self._fh = open(path, "w" if fresh else "a", encoding="utf-8")  # noqa: SIM115
 
     def write(self, record: dict[str, Any]) -> None:
         self._fh.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")

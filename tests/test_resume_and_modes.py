@@ -115,3 +115,25 @@ def test_judge_scores_sit_beside_string_matching(tmp_path, capsys):
     info = json.loads((out / "run.json").read_text())
     assert info["judge"]["model"] == "offline" and len(info["judge"]["prompt_version"]) == 12
     assert "judge (offline)" in capsys.readouterr().out
+
+
+def test_resume_with_jobs_discards_parts_left_by_a_killed_run(tmp_path):
+    memories = ["buffer", "window:k=1", "window:k=2"]
+    sources = [str(FIXTURES / "dialogues")]
+    dialogues = load_dialogues(*sources)
+    full = run_benchmark(
+        resolve_memories(memories), dialogues, tmp_path / "full", sources=sources, progress=False
+    )
+    out = tmp_path / "killed"
+    run_benchmark(resolve_memories(memories), dialogues, out, sources=sources, progress=False)
+    lines = (out / RECORDS_FILE).read_text().splitlines(keepends=True)
+    first_cell_end = next(i for i, x in enumerate(lines) if '"type": "cell"' in x)
+    # killed while appending the second cell's part: it is half in records.jsonl, and parts of
+    # the cells that were running are left behind
+    (out / RECORDS_FILE).write_text("".join(lines[: first_cell_end + 5]))
+    (out / "parts").mkdir()
+    (out / "parts" / "cell-00000.jsonl").write_text("".join(lines[first_cell_end + 1 :][:7]))
+    (out / "parts" / "cell-00001.jsonl").write_text(lines[0])
+    assert main(["run", "--resume", str(out), "--jobs", "2", "--quiet"]) == 0
+    assert records(out) == records(full.path)  # nothing lost, nothing twice
+    assert not (out / "parts").exists()
