@@ -351,6 +351,14 @@ class Cell:
             for role, u in by_role
         ]
 
+    def _invoke(self, text: str) -> tuple[str, str, Usage]:
+        """Ask the chain; the reply, the exact prompt the model saw, and the model's usage."""
+        self.answer_meter.take()
+        self.answer_callback.take_prompts()
+        reply = str(self.chain.invoke({INPUT_KEY: text})[OUTPUT_KEY])
+        prompts = self.answer_callback.take_prompts()
+        return reply, prompts[-1] if prompts else "", self.answer_meter.take()
+
     def replay_exchange(
         self, ex: Exchange, ends_session: int | None = None
     ) -> list[TurnRecord | UsageRecord]:
@@ -364,12 +372,7 @@ class Cell:
         self.at(ex)
         record = self._turn(ex)
         if ex.user_turn_id is not None and self.models.config.mode == "live":
-            self.answer_meter.take()
-            self.answer_callback.take_prompts()
-            reply = str(self.chain.invoke({INPUT_KEY: ex.user})[OUTPUT_KEY])
-            prompts = self.answer_callback.take_prompts()
-            prompt = prompts[-1] if prompts else ""
-            answer = self.answer_meter.take()
+            reply, prompt, answer = self._invoke(ex.user)
             counted = count_tokens(prompt)
             record.prompt_tokens = answer.input_tokens or counted
             record.prompt_tokens_counted = counted
@@ -407,12 +410,7 @@ class Cell:
         started = time.perf_counter()
         self.at(ex)
         self.maintenance()
-        self.answer_meter.take()
-        self.answer_callback.take_prompts()
-        reply = str(self.chain.invoke({INPUT_KEY: probe.question})[OUTPUT_KEY])
-        prompts = self.answer_callback.take_prompts()
-        prompt = prompts[-1] if prompts else ""
-        answer_usage = self.answer_meter.take()
+        reply, prompt, answer_usage = self._invoke(probe.question)
         memory_usage, _ = self.maintenance()
         context = self.view.context
         counted_prompt = count_tokens(prompt)
