@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from memory_lab.config import RunConfig
 from memory_lab.dialogue import Dialogue
+from memory_lab.faults import set_driver
 from memory_lab.memories.registry import MemorySpec
 from memory_lab.record_log import PartWriter
 from memory_lab.records import CellRecord
@@ -265,7 +266,7 @@ class Processes:
         conn, child_conn = ctx.Pipe()
         process = ctx.Process(
             target=_worker_main,
-            args=(child_conn, runtime, threads),
+            args=(child_conn, runtime, threads, os.getpid()),
             name="memory-lab-worker",
             daemon=True,
         )
@@ -318,8 +319,9 @@ def _stop(workers: list[_Worker], graceful: bool) -> None:
         worker.conn.close()
 
 
-def _worker_main(conn: Connection, runtime: dict[str, Any], threads: int) -> None:
+def _worker_main(conn: Connection, runtime: dict[str, Any], threads: int, driver: int) -> None:
     """A worker process: cells in, outcomes out, until the driver says stop or goes away."""
+    set_driver(driver)
     models, error = None, None
     try:
         import torch

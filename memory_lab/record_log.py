@@ -30,6 +30,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from memory_lab.faults import fault_point
+
 PARTS_DIR = "parts"
 APPEND_CHUNK = 4096  # bytes per write when a part is appended to records.jsonl
 CellKey = tuple[str, str]  # (memory label, dialogue id): unique within a run
@@ -72,6 +74,7 @@ class PartWriter:
 
     def write(self, record: dict[str, Any]) -> None:
         self._fh.write(dump_record(record))
+        fault_point("record")
 
     def finish(self) -> Path:
         """Sync the part and rename it complete (atomic: readers see all of it or none)."""
@@ -80,6 +83,7 @@ class PartWriter:
         self._fh.close()
         os.replace(self.path, self.final)
         _sync_dir(self.parts_dir)
+        fault_point("part")
         return self.final
 
     def discard(self) -> None:
@@ -104,7 +108,9 @@ class RecordLog:
             while chunk := src.read(APPEND_CHUNK):
                 while chunk:
                     chunk = chunk[os.write(self._fd, chunk) :]
+                fault_point("append")
         os.fsync(self._fd)
+        fault_point("commit")
         part.unlink()
 
     def close(self) -> None:
