@@ -3,10 +3,11 @@
 Every executor runs ``run_cell_to_part`` for each cell, so a cell's records go to its own part
 file (``record_log`` owns the files and the exactly-once protocol), and yields each
 ``CellOutcome`` as its cell ends, in any order; the driver appends parts in cell order.
-Closing the iterator (Ctrl-C, an error in the driver) cancels queued cells and stops running
-ones promptly: worker processes are terminated, threads stop at their next exchange.
-``choose_executor`` is the one place that picks an executor; another (a cluster on a shared
-filesystem, say) implements ``run`` alike and reuses the part files.
+Closing the iterator (Ctrl-C, SIGTERM, an error in the driver) cancels queued cells and stops
+running ones promptly: worker processes are terminated, threads stop at their next exchange.
+Worker processes ignore Ctrl-C (the driver stops them) and die with the driver, even when it is
+killed with SIGKILL. ``choose_executor`` is the one place that picks an executor; another (a
+cluster on a shared filesystem, say) implements ``run`` alike and reuses the part files.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -270,7 +272,8 @@ class Processes:
             name="memory-lab-worker",
             daemon=True,
         )
-        process.start()
+        with _sigint_ignored():  # the worker starts ignoring Ctrl-C: the driver stops it
+            process.start()
         child_conn.close()
         return _Worker(process, conn)
 
@@ -319,8 +322,45 @@ def _stop(workers: list[_Worker], graceful: bool) -> None:
         worker.conn.close()
 
 
+@contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore SIGINT while a child starts, so it starts ignoring it too (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def watch_parent(parent: int) -> None:
+    """Exit when ``parent`` dies, even by SIGKILL: the kernel's parent-death signal on Linux,
+    and everywhere a thread that notices the process being re-parented."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            pr_set_pdeathsig = 1
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # it died before the watch began
+        os._exit(1)
+
+    def poll() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=poll, name="memory-lab-parent-watch", daemon=True).start()
+
+
 def _worker_main(conn: Connection, runtime: dict[str, Any], threads: int, driver: int) -> None:
     """A worker process: cells in, outcomes out, until the driver says stop or goes away."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    watch_parent(driver)
     set_driver(driver)
     models, error = None, None
     try:

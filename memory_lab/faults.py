@@ -1,7 +1,9 @@
-"""Reproducible kill points for fault-injection tests: ``MEMORY_LAB_FAULT=POINT:N``.
+"""Reproducible kill points for fault-injection tests: ``MEMORY_LAB_FAULT=POINT:N[:hang]``.
 
 The run is killed (SIGKILL, no cleanup, as by the OOM killer or ``kill -9``) the N-th time a
-process passes POINT:
+process passes POINT, or with ``:hang`` the process stalls there as on a provider call that
+never answers (a thread stalls until the main thread ends), so a test can signal a run that is
+certainly mid-way. Points:
 
 - ``record``: a record was written to a cell's part file (a kill mid-cell);
 - ``part``: a cell's part was completed, before the driver appends it to records.jsonl;
@@ -20,6 +22,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from collections import Counter
 
 _counts: Counter[str] = Counter()
@@ -32,14 +35,23 @@ def fault_point(point: str) -> None:
     plan = os.environ.get("MEMORY_LAB_FAULT")
     if not plan:
         return
-    name, _, count = plan.partition(":")
+    name, _, rest = plan.partition(":")
     if name != point:
         return
+    count, _, action = rest.partition(":")
     with _lock:
         _counts[point] += 1
         reached = _counts[point] == int(count or 1)
-    if reached:
+    if reached and action == "hang":
+        _hang()
+    elif reached:
         kill_run()
+
+
+def _hang() -> None:
+    main = threading.main_thread()
+    while threading.current_thread() is main or main.is_alive():
+        time.sleep(0.05)
 
 
 def kill_run() -> None:
