@@ -32,6 +32,7 @@ from memory_lab.config import RunConfig
 from memory_lab.dialogue import Dialogue
 from memory_lab.faults import set_driver
 from memory_lab.memories.registry import MemorySpec
+from memory_lab.models.embeddings import limit_torch_threads
 from memory_lab.record_log import PartWriter
 from memory_lab.records import CellRecord
 from memory_lab.runner import RunModels, replay_dialogue
@@ -364,9 +365,7 @@ def _worker_main(conn: Connection, runtime: dict[str, Any], threads: int, driver
     set_driver(driver)
     models, error = None, None
     try:
-        import torch
-
-        torch.set_num_threads(threads)  # jobs x threads stays within the machine's cores
+        limit_torch_threads(threads)  # jobs x threads stays within the machine's cores
         models = RunModels.create(
             RunConfig.from_json(runtime["config"]),
             cache_dir=runtime["cache_dir"],
