@@ -190,7 +190,7 @@ def proper_nouns(line: str, history: str = "") -> list[str]:
             following = words[i + 1][0] if i + 1 < len(words) else ""
             if bare.casefold() not in stop and _capitalised(_bare(following)[0]):
                 held = bare
-            elif bare.casefold() not in stop and not possessive and _verb_like(following):
+            elif bare.casefold() not in stop and not possessive and _opens_statement(words, i):
                 name = True  # "Aisha is building ...": a name opening a statement
             elif bare.casefold() in _TITLES:
                 held = bare
@@ -346,6 +346,20 @@ def _verb_like(word: str) -> bool:
     return w.endswith("ed") or (w.endswith("s") and not w.endswith(("ss", "us", "is", "'s")))
 
 
+def _opens_statement(words: list[tuple[str, bool]], i: int) -> bool:
+    """Whether the word after ``words[i]`` is a verb that goes on (``Aisha prefers X``), so the
+    capitalised ``words[i]`` is a name opening a statement rather than ``Big news: ...``."""
+    following = [w for w, _ in words[i + 1 : i + 3]]
+    if not following or not _verb_like(following[0]):
+        return False
+    regular = following[0].casefold() in _AUX or following[0].casefold() in _IRREGULAR
+    return (
+        regular
+        or following[0].endswith("ed")
+        or (len(following) > 1 and following[1] not in _MARKS)
+    )
+
+
 def _clean(text: str) -> str:
     """A triple part as LangChain parses it: no ", " inside, no closing punctuation."""
     return re.sub(r"\s+", " ", text.replace(", ", " ")).strip(" .!;:\"'()")
@@ -388,8 +402,8 @@ def _subject(words: list[str], known: set[str]) -> tuple[list[str], list[str], i
         name.pop()
     if not name or _bare(name[-1])[0] != name[-1]:
         return None  # no name, or a possessive ("Priya's sister ...")
-    following = words[len(name)] if len(words) > len(name) else ""
-    if len(name) == 1 and name[0] not in known and not _verb_like(following):
+    tokens = [(w, False) for w in words]
+    if len(name) == 1 and name[0] not in known and not _opens_statement(tokens, 0):
         return None  # a capitalised first word that is neither known nor followed by a verb
     return [" ".join(name)], [], len(name)
 

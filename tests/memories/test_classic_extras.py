@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from memory_lab import load_dialogues, replay_dialogue
-from memory_lab.memories import parse_memory_spec
+from memory_lab import inspect_memory, load_dialogues, replay_dialogue
+from memory_lab.memories import Query, build_memory, parse_memory_spec
+from memory_lab.runner import exchanges
+
+from ..conftest import FIXTURES
 
 
 @pytest.fixture(scope="module")
@@ -27,3 +30,41 @@ def test_token_buffer_never_exceeds_its_budget_in_our_tokenizer(trip, run_models
     assert len(turns) == 67 and max(contexts) <= 150 and contexts[-1] > 100  # full, never over
     assert trip.turns[0].text not in turns[-1]["prompt"]  # the oldest went first
     assert all(r["memory_tokens"] == 0 for r in turns)  # it calls no model
+
+
+@pytest.fixture(scope="module")
+def hana():
+    """A sister whose job changes from nurse to teacher (tests/fixtures/memories)."""
+    return load_dialogues(FIXTURES / "memories" / "sister-hana.yaml")[0]
+
+
+def test_entity_memory_rewrites_an_entity_summary_when_a_fact_about_it_changes(hana, run_models):
+    before = inspect_memory("entity", hana, "hiking", query="What does Hana do?", models=run_models)
+    after = inspect_memory("entity", hana, "hana-v2", query="What does Hana do?", models=run_models)
+    first, then = before.snapshot["entities"]["Hana"], after.snapshot["entities"]["Hana"]
+    assert "nurse" in first and "hiking" in first
+    assert "teacher" in then and "nurse" not in then and "hiking" in then
+    assert after.context.startswith(f"Hana: {then}\nHuman: [2026-03-02]")  # summary, then turns
+    assert after.memory_tokens > 0  # extraction and summaries are memory model calls
+
+
+def test_entity_recall_for_a_probe_changes_nothing_the_memory_saves(hana):
+    def replay_with(question):
+        memory = build_memory(parse_memory_spec("entity"), offline_resources())
+        for ex in exchanges(hana):
+            memory.recall(Query(ex.user))  # the prompt for the user turn, as in a run
+            memory.observe(ex)
+            if question:
+                memory.recall(Query(question))  # a probe about another entity in between
+        return memory.snapshot()
+
+    assert replay_with("Did Minho call Daejeon?") == replay_with(None)
+
+
+def offline_resources(**kwargs):
+    from memory_lab.memories import MemoryResources
+    from memory_lab.models import OfflineMemoryModel
+
+    return MemoryResources(
+        models={"memory": OfflineMemoryModel()}, embeddings=None, cell_id="test", **kwargs
+    )
