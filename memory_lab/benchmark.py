@@ -55,6 +55,8 @@ PACKAGES = (
     "memory-lab",
     "langchain-core",
     "langchain-classic",
+    "langchain-community",
+    "networkx",
     "langchain-chroma",
     "chromadb",
     "sentence-transformers",

@@ -134,6 +134,23 @@ def entity(
     )
 
 
+def knowledge_triples(graph: Any) -> list[list[str]]:
+    """The graph's triples as ``[subject, predicate, object]``, in the order they were added."""
+    return [[subject, relation, obj] for subject, obj, relation in graph.get_triples()]
+
+
+def kg(res: MemoryResources, k: int = 2) -> ClassicMemory:
+    from langchain_community.memory.kg import ConversationKGMemory
+
+    memory = ConversationKGMemory(**_COMMON, llm=res.memory_llm, k=k, return_messages=False)
+    return ClassicMemory(
+        memory,
+        "kg",
+        "fact",
+        lambda m: {"triples": knowledge_triples(m.kg), **_messages(m)},
+    )
+
+
 MEMORIES = (
     declare(
         "token_buffer",
@@ -151,6 +168,14 @@ MEMORIES = (
             "k": ParamDoc("recent exchanges shown and read for context", min=1),
             "store": ParamDoc("entity store: in memory, or SQLite in the cell's folder"),
         },
+        roles=("memory",),
+    ),
+    declare(
+        "kg",
+        kg,
+        "Knowledge triples the memory LLM extracts from each user line, recalled for the "
+        "entities the input names (ConversationKGMemory, langchain-community, networkx).",
+        {"k": ParamDoc("recent exchanges the extraction prompts show", min=1)},
         roles=("memory",),
     ),
 )

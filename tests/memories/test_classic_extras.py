@@ -68,3 +68,18 @@ def offline_resources(**kwargs):
     return MemoryResources(
         models={"memory": OfflineMemoryModel()}, embeddings=None, cell_id="test", **kwargs
     )
+
+
+def test_kg_holds_the_triples_extracted_from_each_turn_and_recalls_them_by_entity(hana, run_models):
+    question = "What does Hana do for a living?"
+    view = inspect_memory("kg", hana, "hana-v2", query=question, models=run_models)
+    assert view.snapshot["triples"] == [  # [subject, predicate, object], in turn order
+        ["Hana", "is a", "nurse in Daejeon"],
+        ["Hana", "is Human's", "sister"],
+        ["Hana", "loves", "hiking on weekends"],
+        ["Hana", "is a", "teacher in Daejeon now"],  # the old job stays: a graph only adds
+    ]
+    assert view.context.startswith("On Hana: Hana is a nurse in Daejeon.")
+    assert "Hana is a teacher in Daejeon now" in view.context
+    unnamed = inspect_memory("kg", hana, "hana-v2", query="What is my job?", models=run_models)
+    assert unnamed.context == ""  # the class recalls only what the input's entities know
