@@ -83,3 +83,35 @@ def test_kg_holds_the_triples_extracted_from_each_turn_and_recalls_them_by_entit
     assert "Hana is a teacher in Daejeon now" in view.context
     unnamed = inspect_memory("kg", hana, "hana-v2", query="What is my job?", models=run_models)
     assert unnamed.context == ""  # the class recalls only what the input's entities know
+
+
+def test_a_run_of_all_four_offline_in_english_and_korean(hana, tmp_path):
+    import sqlite3
+
+    from memory_lab import read_results, resolve_memories, run_benchmark
+
+    from ..small_run import KOREAN_DIALOGUE
+
+    (tmp_path / "ko.yaml").write_text(KOREAN_DIALOGUE, "utf-8")
+    specs = ["token_buffer", "entity:store=sqlite", "kg", "combined:parts=window+vector"]
+    outcome = run_benchmark(
+        resolve_memories(specs),
+        [hana, *load_dialogues(tmp_path / "ko.yaml")],
+        tmp_path / "run",
+        progress=False,
+    )
+    assert outcome.failed_cells == 0
+    results = read_results(outcome.path)
+    assert set(results.probes["memory"]) == set(specs)
+    spent = results.turns.groupby("memory")["memory_tokens"].sum()
+    assert spent["token_buffer"] == 0 and spent["entity:store=sqlite"] > 0 and spent["kg"] > 0
+    parts = results.usage[results.usage["memory"] == "combined:parts=window+vector"]
+    assert set(parts["part"]) == {"vector"}  # window costs nothing; vector embeds every exchange
+    databases = sorted((outcome.path / "cells").glob("*/entities.db"))
+    assert len(databases) == 2  # one per entity cell, in the cell's folder
+    rows = []
+    for db in databases:
+        with sqlite3.connect(db) as conn:
+            rows += conn.execute('SELECT key, value FROM "memory_store_default"').fetchall()
+    assert any(key == "Hana" and "teacher" in value for key, value in rows)
+    assert any(key == "민지" for key, _ in rows)  # Korean proper nouns by Kiwi's tags
