@@ -55,6 +55,8 @@ PACKAGES = (
     "memory-lab",
     "langchain-core",
     "langchain-classic",
+    "langchain-community",
+    "networkx",
     "langchain-chroma",
     "chromadb",
     "sentence-transformers",
@@ -144,7 +146,7 @@ def memory_roles(memories: list[MemorySpec]) -> list[str]:
     """Every memory model role the run's memories use: ``memory`` plus any they declare."""
     roles = ["memory"]
     for spec in memories:
-        roles += factory_for(spec.name, spec.source).roles
+        roles += factory_for(spec.name, spec.source).roles_for(spec.params)
     return list(dict.fromkeys(roles))
 
 

@@ -9,8 +9,10 @@ into the ``history`` text of the shared prompt; the runner's bridge hands that t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -92,6 +94,12 @@ def render_recall(recall: Recall) -> str:
     return "\n".join(item.text for item in recall.items if item.text)
 
 
+def part_cell_id(cell_id: str, label: str) -> str:
+    """The cell id of a composite memory's part: the cell's, then the label made Chroma-safe."""
+    safe = re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-") or "part"
+    return f"{cell_id}-{safe}" if cell_id else safe
+
+
 @runtime_checkable
 class Memory(Protocol):
     """The one contract every memory fulfils (classic ones through ``ClassicMemory``)."""
@@ -122,7 +130,8 @@ class MemoryResources:
     never written to any file. ``timestamps`` says whether text memories should store each user
     line with its session date (``Exchange.dated_user``). ``cell_id`` is unique per cell and
     safe as a Chroma collection name; ``cell_dir`` is a folder the memory may write files to.
-    Register teardown with ``on_close``.
+    Register teardown with ``on_close``. ``for_part(label, roles)`` gives the resources for one
+    part of a composite memory: its own cell id and folder, its calls metered apart.
     """
 
     models: Mapping[str, BaseChatModel]
@@ -134,6 +143,7 @@ class MemoryResources:
     cell_dir: str | None = None
     timestamps: bool = True
     closers: list[Callable[[], None]] = field(default_factory=list)
+    part_resources: Callable[[str, tuple[str, ...]], MemoryResources] | None = None
 
     @property
     def memory_llm(self) -> BaseChatModel:
@@ -170,6 +180,22 @@ class MemoryResources:
                 f"--resource {name}=VALUE or set MEMORY_LAB_{name.upper()} (given: {known})"
             )
         return self.resources[name]
+
+    def for_part(self, label: str, roles: tuple[str, ...] = ()) -> MemoryResources:
+        """Resources for the part ``label`` of a composite memory, using model ``roles``.
+
+        The part gets its own cell id (a Chroma collection of its own) and folder; in a run its
+        model calls and embeddings are metered under its label, so the usage records say what
+        each part cost. Teardown registered by the part runs when the cell closes.
+        """
+        if self.part_resources is not None:
+            return self.part_resources(label, roles)
+        return replace(
+            self,
+            cell_id=part_cell_id(self.cell_id, label),
+            cell_dir=str(Path(self.cell_dir) / part_cell_id("", label)) if self.cell_dir else None,
+            closers=self.closers,
+        )
 
     def on_close(self, fn: Callable[[], None]) -> None:
         self.closers.append(fn)

@@ -19,11 +19,15 @@ import inspect
 import re
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from typing import Any, Literal
 
-BUILTIN_MODULES = ("memory_lab.memories.classic",)
+BUILTIN_MODULES = (
+    "memory_lab.memories.classic",
+    "memory_lab.memories.classic_extras",
+    "memory_lab.memories.combined",
+)
 ENTRY_POINT_GROUP = "memory_lab.memories"
 LIST_SEPARATOR = "+"
 
@@ -38,11 +42,16 @@ class MemorySpecError(ValueError):
 
 @dataclass(frozen=True)
 class ParamDoc:
-    """Help text and bounds for one factory parameter (type and default come from its signature)."""
+    """Help text and bounds for one factory parameter (type and default come from its signature).
+
+    ``check`` validates a converted value further when a spec is parsed (e.g. that each part of
+    a composite memory is itself a valid spec) and returns it; it raises MemorySpecError.
+    """
 
     help: str = ""
     min: float | None = None
     max: float | None = None
+    check: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,7 @@ class Param:
     help: str = ""
     min: float | None = None
     max: float | None = None
+    validate: Callable[[Any], Any] | None = field(default=None, compare=False)
 
     @property
     def type_name(self) -> str:
@@ -65,6 +75,10 @@ class Param:
 
     def check(self, value: Any, memory: str) -> Any:
         """``value`` converted and checked; MemorySpecError naming the memory otherwise."""
+        value = self._convert(value, memory)
+        return self.validate(value) if self.validate is not None else value
+
+    def _convert(self, value: Any, memory: str) -> Any:
         origin = typing.get_origin(self.type)
         if origin is list:
             inner = typing.get_args(self.type)[0]
@@ -134,9 +148,15 @@ class MemoryFactory:
     description: str
     roles: tuple[str, ...] = ()
     source: str | None = None  # "module:attr" to import it from, for workers and resume
+    roles_of: Callable[[dict[str, Any]], tuple[str, ...]] | None = None
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
+
+    def roles_for(self, params: dict[str, Any]) -> tuple[str, ...]:
+        """The model roles a memory with these parameters uses (its parts' roles too)."""
+        extra = self.roles_of(params) if self.roles_of is not None else ()
+        return tuple(dict.fromkeys((*self.roles, *extra)))
 
 
 @dataclass(frozen=True)
@@ -184,11 +204,13 @@ def declare(
     params: dict[str, ParamDoc | str] | None = None,
     roles: tuple[str, ...] = (),
     source: str | None = None,
+    roles_of: Callable[[dict[str, Any]], tuple[str, ...]] | None = None,
 ) -> MemoryFactory:
     """A ``MemoryFactory`` for ``build(res, **params)``, its parameters read from the signature.
 
     Every parameter after ``res`` must be keyword-capable, annotated (int, float, str, bool,
-    ``list[...]`` of those, or ``Literal[...]``) and have a default.
+    ``list[...]`` of those, or ``Literal[...]``) and have a default. ``roles_of(params)`` names
+    roles that depend on the parameters (a composite memory's parts).
     """
     if not _NAME.match(name):
         raise ValueError(f"memory name {name!r} must be snake_case")
@@ -202,12 +224,12 @@ def declare(
                 "Literal) annotation and a default"
             )
         doc = docs.pop(p.name, ParamDoc())
-        out.append(Param(p.name, kind, p.default, doc.help, doc.min, doc.max))
+        out.append(Param(p.name, kind, p.default, doc.help, doc.min, doc.max, doc.check))
     if docs:
         raise TypeError(f"memory {name!r}: documented parameters not in the factory: {list(docs)}")
-    for p in out:  # a default must pass its own bounds
-        p.check(p.default, name)
-    return MemoryFactory(name, build, tuple(out), description, tuple(roles), source)
+    for p in out:  # a default must pass its own bounds (its ``check`` runs when it is used)
+        p._convert(p.default, name)
+    return MemoryFactory(name, build, tuple(out), description, tuple(roles), source, roles_of)
 
 
 _REGISTRY: dict[str, MemoryFactory] = {}

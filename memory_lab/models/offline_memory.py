@@ -1,8 +1,10 @@
 """The offline memory model: the LLM inside memories, deterministic, for any memory prompt.
 
 It serves LangChain's summary prompt (previous summary + new lines -> extractive summary, as the
-offline summarizer always has), the task prompts of ``memory_lab.models.tasks`` (summarise,
-extract facts as JSON for a schema, score importance), and tool calls chosen by a declared rule
+offline summarizer always has), the entity-extraction, entity-summary and knowledge-triple
+prompts of LangChain's entity and knowledge-graph memories (``langchain_prompts``), the task
+prompts of ``memory_lab.models.tasks`` (summarise, extract facts as JSON for a schema, score
+importance), and tool calls chosen by a declared rule
 script when tools are bound. Any other prompt gets an extractive summary of its conversation
 lines, so it never raises on an unfamiliar prompt; a request it cannot serve (a tool rule naming
 a tool that was not bound) fails with one error naming the memory and the task.
@@ -20,6 +22,7 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.outputs import ChatResult
 
+from memory_lab.models.langchain_prompts import langchain_memory_reply
 from memory_lab.models.offline_base import chat_result
 from memory_lab.models.offline_summarizer import (
     OfflineSummarizer,
@@ -103,6 +106,9 @@ class OfflineMemoryModel(OfflineSummarizer):
             return str(self.importance(section(prompt, "Memory:", "\nImportance:")))
         if task is not None:
             raise self._fail(task, "unknown task tag (known: summarize, extract, importance)")
+        reply = langchain_memory_reply(prompt)
+        if reply is not None:
+            return reply
         try:
             return self.summarize(*parse_summary_prompt(prompt))
         except ValueError:  # an unfamiliar prompt: summarise whatever conversation it holds
