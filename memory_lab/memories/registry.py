@@ -23,7 +23,10 @@ from dataclasses import dataclass, replace
 from importlib import metadata
 from typing import Any, Literal
 
-BUILTIN_MODULES = ("memory_lab.memories.classic",)
+BUILTIN_MODULES = (
+    "memory_lab.memories.classic",
+    "memory_lab.memories.lg_thread",
+)
 ENTRY_POINT_GROUP = "memory_lab.memories"
 LIST_SEPARATOR = "+"
 
