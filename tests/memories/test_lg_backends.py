@@ -1,0 +1,86 @@
+"""LangGraph memories on a real PostgreSQL: threads persist, and are cleaned up.
+
+The server is a private cluster started for the session (``postgres_url``), no mocks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import psycopg
+import pytest
+
+from memory_lab import parse_memory_spec
+from memory_lab.cli import main
+from memory_lab.memories.lg_backends import checkpoint_serializer
+from memory_lab.memories.protocol import Query
+from memory_lab.memories.registry import build_memory
+from memory_lab.runner import Cell, exchanges
+
+
+def rows(url: str, table: str) -> int:
+    with psycopg.connect(url) as conn:
+        return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+@pytest.fixture
+def pg_models(run_models, postgres_url):
+    return dataclasses.replace(run_models, resources={"postgres": postgres_url})
+
+
+def test_a_postgres_thread_continues_after_its_graph_is_rebuilt(
+    mini_dialogue, pg_models, postgres_url
+):
+    spec = parse_memory_spec("thread:saver=postgres,keep=true,policy=summarize,max_messages=6")
+    exs = exchanges(mini_dialogue)
+    cell = Cell(spec, mini_dialogue, pg_models)
+    for ex in exs[:4]:
+        cell.memory.observe(ex)
+    before = cell.memory.recall(Query("?"))
+    cell.close()  # keep=true: the thread stays on the server
+
+    again = build_memory(spec, dataclasses.replace(cell.resources, closers=[]))
+    assert again.recall(Query("?")) == before and before.items[0].kind == "summary"
+    for ex in exs[4:]:
+        again.observe(ex)
+    assert str(again.recall(Query("?")).items[-1].text) == "AI: That sounds wonderful."
+    again.persistence.keep = False  # now delete it, as a cell without keep does at close
+    again.close()
+    thread_id = cell.resources.cell_id
+    with psycopg.connect(postgres_url) as conn:
+        left = conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = %s", (thread_id,))
+        assert left.fetchone()[0] == 0
+
+
+def test_a_missing_or_unreachable_server_is_one_line_before_the_run(
+    tmp_path, capsys, monkeypatch, postgres_url
+):
+    monkeypatch.delenv("MEMORY_LAB_POSTGRES", raising=False)
+    out = tmp_path / "never"
+    base = ["run", "--memory", "thread:saver=postgres", "--out", str(out), "--quiet"]
+    assert main(base) == 2
+    assert "needs the resource 'postgres'" in capsys.readouterr().err
+    secret = "postgresql://someone:pw-7c1e@127.0.0.1:1/memlab"
+    assert main([*base, "--resource", f"postgres={secret}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot reach PostgreSQL at 127.0.0.1:1/memlab" in err
+    assert "pw-7c1e" not in err and "someone" not in err
+    assert not out.exists()
+
+
+@dataclasses.dataclass
+class Stranger:
+    x: int
+
+
+def test_checkpoints_load_langmems_summary_quietly_and_refuse_other_types(caplog):
+    from langmem.short_term import RunningSummary
+
+    serde = checkpoint_serializer()
+    summary = RunningSummary("Human: I live in Busan.", {"s1.t1"}, "s1.t1")
+    state = {"running_summary": summary}
+    assert serde.loads_typed(serde.dumps_typed(state)) == state
+    assert not caplog.records  # no "unregistered type" warning
+    revived = serde.loads_typed(serde.dumps_typed({"other": Stranger(1)}))
+    assert revived == {"other": {"x": 1}}  # plain data, never the class
+    assert "Blocked deserialization" in caplog.text
