@@ -26,6 +26,7 @@ from typing import Any, Literal
 BUILTIN_MODULES = (
     "memory_lab.memories.classic",
     "memory_lab.memories.lg_thread",
+    "memory_lab.memories.lg_store",
 )
 ENTRY_POINT_GROUP = "memory_lab.memories"
 LIST_SEPARATOR = "+"

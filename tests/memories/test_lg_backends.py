@@ -1,6 +1,7 @@
-"""LangGraph memories on a real PostgreSQL: threads persist, and are cleaned up.
+"""LangGraph memories on a real PostgreSQL: threads and Store items persist, and are cleaned up.
 
-The server is a private cluster started for the session (``postgres_url``), no mocks.
+The servers are private clusters started for the session (``postgres_url``: Debian's
+PostgreSQL; ``pgvector_url``: pgserver's build with the vector extension), no mocks.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from memory_lab import parse_memory_spec
 from memory_lab.cli import main
 from memory_lab.memories.lg_backends import checkpoint_serializer
 from memory_lab.memories.protocol import Query
-from memory_lab.memories.registry import build_memory
+from memory_lab.memories.registry import build_memory, check_memories
 from memory_lab.runner import Cell, exchanges
 
 
@@ -52,6 +53,36 @@ def test_a_postgres_thread_continues_after_its_graph_is_rebuilt(
         assert left.fetchone()[0] == 0
 
 
+def test_a_store_on_postgres_without_an_index_keeps_facts_per_user(
+    mini_dialogue, pg_models, postgres_url
+):
+    cell = Cell(parse_memory_spec("store:backend=postgres,search=recent"), mini_dialogue, pg_models)
+    for ex in exchanges(mini_dialogue):
+        cell.memory.observe(ex)
+    items = cell.memory.recall(Query("Where do I live now?", "s2")).items
+    assert rows(postgres_url, "store") >= 4
+    cell.close()
+    assert "- [2026-03-09] Big news: I moved to Busan last weekend." in [i.text for i in items]
+    assert rows(postgres_url, "store") == 0  # the cell's items deleted at close
+
+
+def test_the_stores_semantic_index_on_postgres_with_pgvector(
+    mini_dialogue, run_models, pgvector_url
+):
+    models = dataclasses.replace(run_models, resources={"postgres": pgvector_url})
+    spec = parse_memory_spec("store:backend=postgres,k=1")
+    check_memories([spec], {"postgres": pgvector_url})  # creates the vector tables once
+    cell = Cell(spec, mini_dialogue, models)
+    for ex in exchanges(mini_dialogue):
+        cell.memory.observe(ex)
+    facts = [i for i in cell.memory.recall(Query("What is my cat called?", "s2")).items]
+    cell.close()
+    assert [i.text for i in facts if i.kind == "fact"] == [
+        "- [2026-03-02] My cat is called Mochi and she hates the vacuum cleaner."
+    ]
+    assert rows(pgvector_url, "store_vectors") == 0
+
+
 def test_a_missing_or_unreachable_server_is_one_line_before_the_run(
     tmp_path, capsys, monkeypatch, postgres_url
 ):
@@ -65,6 +96,9 @@ def test_a_missing_or_unreachable_server_is_one_line_before_the_run(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot reach PostgreSQL at 127.0.0.1:1/memlab" in err
     assert "pw-7c1e" not in err and "someone" not in err
+    store = ["run", "--memory", "store:backend=postgres", "--out", str(out), "--quiet"]
+    assert main([*store, "--resource", f"postgres={postgres_url}"]) == 2  # Debian: no pgvector
+    assert "lacks the pgvector extension" in capsys.readouterr().err
     assert not out.exists()
 
 

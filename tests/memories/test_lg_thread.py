@@ -119,7 +119,7 @@ def test_thread_and_its_parameters_are_listed_and_checked(tmp_path, capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "thread\n" in out and "policy: none|summarize|trim|filter = 'none'" in out
-    assert "saver: memory|sqlite|postgres = 'memory'" in out
+    assert "saver: memory|sqlite|postgres = 'memory'" in out and "store\n" in out
     spec = "thread:policy=summarize,max_messages=4,keep_last=4"
     out_dir = tmp_path / "never"
     assert main(["run", "--memory", spec, "--out", str(out_dir), "--quiet"]) == 2
@@ -137,6 +137,7 @@ def test_langgraph_memories_run_end_to_end_offline(tmp_path):
         "thread:max_tokens=60,policy=trim",
         "thread:saver=sqlite",
         "thread:thread_per=session",
+        "store",
     ]
     out = tmp_path / "run"
     argv = ["run", "--memory", *memories, "--out", str(out), "--quiet", "--dialogues"]
@@ -163,4 +164,5 @@ def test_langgraph_memories_run_end_to_end_offline(tmp_path):
     probes = r.probes.set_index(["memory", "probe_id"])
     # thread_per=session: the frequent flyer number, said in session 1, is gone in session 2
     assert not probes.loc[("thread:thread_per=session", "q-ffn"), "context_hit"]
+    assert probes.loc[("store", "q-ffn"), "correct"]  # the Store carried it across
     assert probes.loc[("thread", "q-ffn"), "correct"]
