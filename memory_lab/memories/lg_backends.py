@@ -18,10 +18,13 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from langchain_core.embeddings import Embeddings
 
 from memory_lab.config import ConfigError
 from memory_lab.memories.protocol import MemoryResources
@@ -103,6 +106,36 @@ EMBEDDING_DIMS = 384  # multilingual-e5-small and all-MiniLM-L6-v2 (the bundled 
 INDEXED_FIELD = "value"
 
 
+class StoreEmbeddings(Embeddings):
+    """The run's embeddings as a Store sees them: inside ``searching()``, texts are queries.
+
+    ``PostgresStore`` embeds a search's query with ``embed_documents`` (so does ``SqliteStore``:
+    langgraph issue #9007), ``InMemoryStore`` with ``embed_query``. For models with query and
+    passage prefixes (e5) the two rank differently, so a backend would change the figures; the
+    memory searches inside ``searching()`` and every backend embeds the query as a query.
+    """
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.queries = False
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if self.queries:
+            return [self.inner.embed_query(t) for t in texts]
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+    @contextmanager
+    def searching(self) -> Iterator[None]:
+        self.queries = True
+        try:
+            yield
+        finally:
+            self.queries = False
+
+
 def _postgres_store(conn: Any, embeddings: Any, vector: bool) -> Any:
     from langgraph.store.postgres import PostgresStore
 
@@ -140,7 +173,8 @@ class Persistence:
         self._own_dir: Path | None = None
         self.store: Any = None
         serde = checkpoint_serializer()
-        index = store_index(embeddings)
+        self.embeddings = StoreEmbeddings(embeddings) if embeddings is not None else None
+        index = store_index(self.embeddings)
         if backend == "memory":
             self.checkpointer: Any = InMemorySaver(serde=serde)
             if store:
@@ -163,7 +197,7 @@ class Persistence:
             self.checkpointer = PostgresSaver(self._conn, serde=serde)
             self.checkpointer.setup()  # a no-op after the run's check
             if store:
-                self.store = _postgres_store(self._conn, embeddings, embeddings is not None)
+                self.store = _postgres_store(self._conn, self.embeddings, embeddings is not None)
                 self.store.setup()
         else:
             raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
@@ -175,6 +209,10 @@ class Persistence:
         else:  # no run folder (the inspector, a notebook): a private temporary one
             folder = self._own_dir = Path(tempfile.mkdtemp(prefix="memory-lab-lg-"))
         return folder / SQLITE_FILE
+
+    def searching(self) -> Any:
+        """Around a Store search: its query is embedded as a query on every backend."""
+        return self.embeddings.searching() if self.embeddings is not None else nullcontext()
 
     def forget(self, thread_ids: list[str], namespaces: list[tuple[str, ...]] = ()) -> None:
         """Delete the cell's threads and Store namespaces from a server (unless ``keep``)."""

@@ -104,7 +104,8 @@ class StoreMemory:
     def lookup(self, text: str, limit: int) -> list[Any]:
         """The stored facts for ``text``: nearest by the index, or the most recently updated."""
         if self.search == "semantic":
-            return list(self.store.search((self.user_id,), query=text, limit=limit))
+            with self.persistence.searching():
+                return list(self.store.search((self.user_id,), query=text, limit=limit))
         items = self.store.search((self.user_id,), limit=100_000)
         return sorted(items, key=lambda i: (i.updated_at, i.key), reverse=True)[:limit]
 

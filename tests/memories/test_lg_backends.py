@@ -70,16 +70,20 @@ def test_the_stores_semantic_index_on_postgres_with_pgvector(
     mini_dialogue, run_models, pgvector_url
 ):
     models = dataclasses.replace(run_models, resources={"postgres": pgvector_url})
-    spec = parse_memory_spec("store:backend=postgres,k=1")
+    spec = parse_memory_spec("store:backend=postgres")
     check_memories([spec], {"postgres": pgvector_url})  # creates the vector tables once
-    cell = Cell(spec, mini_dialogue, models)
-    for ex in exchanges(mini_dialogue):
-        cell.memory.observe(ex)
-    facts = [i for i in cell.memory.recall(Query("What is my cat called?", "s2")).items]
-    cell.close()
-    assert [i.text for i in facts if i.kind == "fact"] == [
-        "- [2026-03-02] My cat is called Mochi and she hates the vacuum cleaner."
-    ]
+    questions = ("What is my cat called?", "Where do I live now?")
+    recalls = []
+    for memory in (spec, parse_memory_spec("store")):
+        cell = Cell(memory, mini_dialogue, models)
+        for ex in exchanges(mini_dialogue):
+            cell.memory.observe(ex)
+        recalls.append([cell.memory.recall(Query(q, "s2")) for q in questions])
+        cell.close()
+    facts = [i.text for i in recalls[0][0].items if i.kind == "fact"]
+    assert facts[0] == "- [2026-03-02] My cat is called Mochi and she hates the vacuum cleaner."
+    # the same ranking as in memory: the question embedded as a query on both backends
+    assert recalls[0] == recalls[1]
     assert rows(pgvector_url, "store_vectors") == 0
 
 
