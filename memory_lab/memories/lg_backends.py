@@ -19,7 +19,7 @@ import shutil
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -137,9 +137,13 @@ class StoreEmbeddings(Embeddings):
 
 
 def _postgres_store(conn: Any, embeddings: Any, vector: bool) -> Any:
+    """A PostgresStore whose semantic search is exact (see ``Persistence.searching``)."""
     from langgraph.store.postgres import PostgresStore
 
-    return PostgresStore(conn, index=store_index(embeddings or _no_embeddings) if vector else None)
+    index = None
+    if vector:
+        index = {**store_index(embeddings or _no_embeddings), "ann_index_config": {"kind": "flat"}}
+    return PostgresStore(conn, index=index)
 
 
 def _no_embeddings(texts: list[str]) -> list[list[float]]:
@@ -210,9 +214,28 @@ class Persistence:
             folder = self._own_dir = Path(tempfile.mkdtemp(prefix="memory-lab-lg-"))
         return folder / SQLITE_FILE
 
-    def searching(self) -> Any:
-        """Around a Store search: its query is embedded as a query on every backend."""
-        return self.embeddings.searching() if self.embeddings is not None else nullcontext()
+    @contextmanager
+    def searching(self) -> Iterator[None]:
+        """Around a Store search: the query embedded as a query, the search exact everywhere.
+
+        On PostgreSQL an HNSW index (the Store's default, or one another application made on the
+        same database) is searched first and filtered by namespace after, which returns fewer
+        than ``k`` hits when other users' vectors crowd the candidates, and different hits
+        depending on what else the table holds. The Store here makes no ANN index, and its
+        searches run with index scans off on the cell's own connection: exact, like in memory.
+        """
+        if self.embeddings is None:
+            yield
+            return
+        with self.embeddings.searching():
+            if self.backend != "postgres":
+                yield
+                return
+            self._conn.execute("SET enable_indexscan = off")
+            try:
+                yield
+            finally:
+                self._conn.execute("RESET enable_indexscan")
 
     def forget(self, thread_ids: list[str], namespaces: list[tuple[str, ...]] = ()) -> None:
         """Delete the cell's threads and Store namespaces from a server (unless ``keep``)."""

@@ -66,12 +66,31 @@ def test_a_store_on_postgres_without_an_index_keeps_facts_per_user(
     assert rows(postgres_url, "store") == 0  # the cell's items deleted at close
 
 
-def test_the_stores_semantic_index_on_postgres_with_pgvector(
+def crowd_the_store(url: str, embeddings) -> int:
+    """Another application's user on the same table, with an HNSW index, near our questions."""
+    from langgraph.store.postgres import PostgresStore
+
+    texts = [f"My neighbour's cat {i} is called Tiger and lives in Seoul." for i in range(60)]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS crowd_hnsw ON store_vectors "
+            "USING hnsw (embedding vector_cosine_ops)"
+        )
+    with PostgresStore.from_conn_string(url, index={"dims": 384, "embed": embeddings}) as other:
+        for i, text in enumerate(texts):
+            other.put(("someone-else", "fact"), f"cat-{i}", {"value": text})
+    return len(texts)
+
+
+def test_the_stores_semantic_search_on_postgres_ranks_as_in_memory(
     mini_dialogue, run_models, pgvector_url
 ):
+    """Exact search with the query embedded as a query: Postgres finds what memory finds, even
+    beside another user's vectors under an HNSW index (which alone would return fewer hits)."""
     models = dataclasses.replace(run_models, resources={"postgres": pgvector_url})
     spec = parse_memory_spec("store:backend=postgres")
     check_memories([spec], {"postgres": pgvector_url})  # creates the vector tables once
+    crowd = crowd_the_store(pgvector_url, models.memory_embeddings(lambda n: None))
     questions = ("What is my cat called?", "Where do I live now?")
     recalls = []
     for memory in (spec, parse_memory_spec("store")):
@@ -81,10 +100,10 @@ def test_the_stores_semantic_index_on_postgres_with_pgvector(
         recalls.append([cell.memory.recall(Query(q, "s2")) for q in questions])
         cell.close()
     facts = [i.text for i in recalls[0][0].items if i.kind == "fact"]
+    assert len(facts) == 4  # k hits, none lost to the crowd
     assert facts[0] == "- [2026-03-02] My cat is called Mochi and she hates the vacuum cleaner."
-    # the same ranking as in memory: the question embedded as a query on both backends
-    assert recalls[0] == recalls[1]
-    assert rows(pgvector_url, "store_vectors") == 0
+    assert recalls[0] == recalls[1]  # the same ranking as the in-memory Store
+    assert rows(pgvector_url, "store_vectors") == crowd  # ours deleted at close
 
 
 def test_a_missing_or_unreachable_server_is_one_line_before_the_run(
