@@ -27,10 +27,10 @@ from memory_lab.config import ConfigError, RunConfig
 from memory_lab.dialogue import Dialogue
 from memory_lab.memories.registry import (
     MemorySpec,
-    check_memories,
     factory_for,
     memory_factories,
     parse_memory_spec,
+    preflight_memories,
     spec_from_json,
 )
 from memory_lab.models import EMBEDDING_MODEL_NAME, TOKENIZER_NAME, model_name, model_params
@@ -207,7 +207,7 @@ def run_benchmark(
     memory_embedding = offline_embedding_model(effective.embeddings)  # ValueError if unknown
     for spec in effective.model_specs():  # fail once, before any folder is made
         check_provider(spec, effective.base_url)
-    check_memories(memories, resources)  # a missing server fails here, before any folder
+    preflight_memories(memories, resources)  # a missing server fails here, before any folder
     roles = memory_roles(memories)
     base_url = effective.base_url
     started = datetime.now(UTC)
@@ -356,7 +356,7 @@ def resume_benchmark(
             f"{folder}: the run used resource(s) {', '.join(missing)}; pass them again with "
             "--resource NAME=VALUE (they are never written to run.json)"
         )
-    check_memories(memories, resources)
+    preflight_memories(memories, resources)
     records = read_records(folder) if (folder / RECORDS_FILE).exists() else []
     done = {
         (r["memory"], r["dialogue"]) for r in records if r["type"] == "cell" and r["status"] == "ok"

@@ -147,7 +147,7 @@ def _postgres_store(conn: Any, embeddings: Any, vector: bool) -> Any:
 
 
 def _no_embeddings(texts: list[str]) -> list[list[float]]:
-    """Stands in for embeddings where a Store is only set up (the run's check), never searched."""
+    """Stands in for embeddings where a Store is set up by a preflight, never searched."""
     raise RuntimeError("no embeddings while checking the server")
 
 
@@ -199,7 +199,7 @@ class Persistence:
 
             self._conn = connect_postgres(res.resource(POSTGRES_RESOURCE), res.memory_name)
             self.checkpointer = PostgresSaver(self._conn, serde=serde)
-            self.checkpointer.setup()  # a no-op after the run's check
+            self.checkpointer.setup()  # a no-op after the run's preflight
             if store:
                 self.store = _postgres_store(self._conn, self.embeddings, embeddings is not None)
                 self.store.setup()

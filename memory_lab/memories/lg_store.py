@@ -150,7 +150,7 @@ def user_id(cell_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", cell_id)
 
 
-def check_store(params: dict[str, Any], resource: Any) -> None:
+def preflight_store(params: dict[str, Any], resource: Any) -> None:
     """Before a run: the server, its tables and (for semantic search) pgvector, when on Postgres."""
     if params["backend"] == "postgres":
         vector = params["search"] == "semantic"
@@ -213,6 +213,6 @@ MEMORIES = (
             "keep": ParamDoc("keep the SQLite file or the PostgreSQL rows after the cell"),
         },
         roles=("memory",),
-        check=check_store,
+        preflight=preflight_store,
     ),
 )

@@ -310,7 +310,7 @@ class ThreadMemory:
         self.persistence.close()
 
 
-def check_thread(params: dict[str, Any], resource: Any) -> None:
+def preflight_thread(params: dict[str, Any], resource: Any) -> None:
     """Before a run: contradicting parameters, and a reachable server for ``saver=postgres``."""
     if (
         params["policy"] == "summarize"
@@ -384,6 +384,6 @@ MEMORIES = (
         "every turn; policy nodes summarize, trim or filter it.",
         THREAD_PARAMS,
         roles=("memory",),
-        check=check_thread,
+        preflight=preflight_thread,
     ),
 )

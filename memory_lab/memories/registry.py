@@ -138,10 +138,10 @@ class MemoryFactory:
     description: str
     roles: tuple[str, ...] = ()
     source: str | None = None  # "module:attr" to import it from, for workers and resume
-    # check(params, resource) raises ValueError when a run could not build this memory (a
+    # preflight(params, resource) raises ValueError when a run could not build this memory (a
     # server it needs is unreachable, parameters that contradict each other); called before a
     # results folder is made
-    check: Callable[[dict[str, Any], Callable[[str], str]], None] | None = None
+    preflight: Callable[[dict[str, Any], Callable[[str], str]], None] | None = None
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
@@ -192,14 +192,15 @@ def declare(
     params: dict[str, ParamDoc | str] | None = None,
     roles: tuple[str, ...] = (),
     source: str | None = None,
-    check: Callable[[dict[str, Any], Callable[[str], str]], None] | None = None,
+    preflight: Callable[[dict[str, Any], Callable[[str], str]], None] | None = None,
 ) -> MemoryFactory:
     """A ``MemoryFactory`` for ``build(res, **params)``, its parameters read from the signature.
 
     Every parameter after ``res`` must be keyword-capable, annotated (int, float, str, bool,
-    ``list[...]`` of those, or ``Literal[...]``) and have a default. ``check(params, resource)``
-    runs before a run starts and raises ``ValueError`` (one line) when the memory could not be
-    built: parameters that contradict each other, a server that is missing or unreachable.
+    ``list[...]`` of those, or ``Literal[...]``) and have a default.
+    ``preflight(params, resource)`` runs before a run starts and raises ``ValueError`` (one
+    line) when the memory could not be built: parameters that contradict each other, a server
+    that is missing or unreachable.
     """
     if not _NAME.match(name):
         raise ValueError(f"memory name {name!r} must be snake_case")
@@ -218,7 +219,9 @@ def declare(
         raise TypeError(f"memory {name!r}: documented parameters not in the factory: {list(docs)}")
     for p in out:  # a default must pass its own bounds
         p.check(p.default, name)
-    return MemoryFactory(name, build, tuple(out), description, tuple(roles), source, check)
+    return MemoryFactory(
+        name, build, tuple(out), description, tuple(roles), source=source, preflight=preflight
+    )
 
 
 _REGISTRY: dict[str, MemoryFactory] = {}
@@ -247,13 +250,13 @@ def register_memory(
     description: str,
     params: dict[str, ParamDoc | str] | None = None,
     roles: tuple[str, ...] = (),
-    check: Callable[[dict[str, Any], Callable[[str], str]], None] | None = None,
+    preflight: Callable[[dict[str, Any], Callable[[str], str]], None] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register ``factory(res, **params)`` under ``name`` in this process.
 
     Defined in an importable module, the memory can also be named as ``module:factory`` in a
-    spec, which makes it available in ``--jobs`` workers and on ``--resume``. ``check`` as in
-    ``declare``.
+    spec, which makes it available in ``--jobs`` workers and on ``--resume``. ``preflight`` as
+    in ``declare``.
     """
 
     def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -261,7 +264,7 @@ def register_memory(
         source = None
         if module and module != "__main__" and "<locals>" not in fn.__qualname__:
             source = f"{module}:{fn.__name__}"
-        add_memory(declare(name, fn, description, params, roles, source, check))
+        add_memory(declare(name, fn, description, params, roles, source, preflight))
         fn.memory_name = name  # type: ignore[attr-defined]
         return fn
 
@@ -399,14 +402,14 @@ def spec_from_json(data: dict[str, Any]) -> MemorySpec:
     return MemorySpec(factory.name, params, data["label"], factory.source)
 
 
-def check_memories(specs: list[MemorySpec], resources: dict[str, str] | None = None) -> None:
-    """Run every memory's ``check`` before a run: one ``ValueError`` naming the first problem."""
+def preflight_memories(specs: list[MemorySpec], resources: dict[str, str] | None = None) -> None:
+    """Every memory's ``preflight``, before a run: one ``ValueError`` naming the first problem."""
     from memory_lab.memories.protocol import lookup_resource
 
     for spec in specs:
         factory = factory_for(spec.name, spec.source)
-        if factory.check is not None:
-            factory.check(
+        if factory.preflight is not None:
+            factory.preflight(
                 dict(spec.params), lambda name, s=spec: lookup_resource(resources, name, s.label)
             )
 

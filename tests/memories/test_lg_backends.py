@@ -15,7 +15,7 @@ from memory_lab import parse_memory_spec
 from memory_lab.cli import main
 from memory_lab.memories.lg_backends import checkpoint_serializer
 from memory_lab.memories.protocol import Query
-from memory_lab.memories.registry import build_memory, check_memories
+from memory_lab.memories.registry import build_memory, preflight_memories
 from memory_lab.runner import Cell, exchanges
 
 
@@ -89,7 +89,7 @@ def test_the_stores_semantic_search_on_postgres_ranks_as_in_memory(
     beside another user's vectors under an HNSW index (which alone would return fewer hits)."""
     models = dataclasses.replace(run_models, resources={"postgres": pgvector_url})
     spec = parse_memory_spec("store:backend=postgres")
-    check_memories([spec], {"postgres": pgvector_url})  # creates the vector tables once
+    preflight_memories([spec], {"postgres": pgvector_url})  # creates the vector tables once
     crowd = crowd_the_store(pgvector_url, models.memory_embeddings(lambda n: None))
     questions = ("What is my cat called?", "Where do I live now?")
     recalls = []

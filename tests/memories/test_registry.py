@@ -85,8 +85,8 @@ def test_a_custom_memory_runs_through_the_unchanged_runner(mini_dialogue, run_mo
         unregister_memory("last_user_line")
 
 
-def test_a_memorys_check_fails_the_run_before_a_results_folder(tmp_path, capsys, monkeypatch):
-    """``check`` sees the parameters and the run's resources; its error is one line, exit 2."""
+def test_a_memorys_preflight_fails_the_run_before_a_results_folder(tmp_path, capsys, monkeypatch):
+    """``preflight`` sees the parameters and the run's resources; its error is one line, exit 2."""
     from memory_lab.memories.registry import add_memory, declare
 
     seen = []
@@ -98,7 +98,7 @@ def test_a_memorys_check_fails_the_run_before_a_results_folder(tmp_path, capsys,
     def queued(res, size: int = 3):  # pragma: no cover - never built
         return None
 
-    add_memory(declare("queued", queued, "needs a queue", check=check))
+    add_memory(declare("queued", queued, "needs a queue", preflight=check))
     monkeypatch.setenv("MEMORY_LAB_QUEUE", "q-7")
     try:
         out = tmp_path / "never"
