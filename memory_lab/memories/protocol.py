@@ -120,6 +120,26 @@ class Memory(Protocol):
         """Release what the memory holds (stores, files)."""
 
 
+def lookup_resource(resources: Mapping[str, str] | None, name: str, memory: str) -> str:
+    """A run-wide resource: ``--resource NAME=VALUE``, else ``MEMORY_LAB_<NAME>``.
+
+    KeyError naming the memory and both ways to give it when neither is set.
+    """
+    import os
+
+    resources = resources or {}
+    env = os.environ.get(f"MEMORY_LAB_{name.upper()}")
+    if name not in resources and env:
+        return env
+    if name not in resources:
+        known = ", ".join(sorted(resources)) or "none given"
+        raise KeyError(
+            f"memory '{memory}' needs the resource {name!r}: pass "
+            f"--resource {name}=VALUE or set MEMORY_LAB_{name.upper()} (given: {known})"
+        )
+    return resources[name]
+
+
 @dataclass
 class MemoryResources:
     """What a factory may use to build a memory for one cell.
@@ -168,18 +188,7 @@ class MemoryResources:
 
     def resource(self, name: str) -> str:
         """The named resource: ``--resource NAME=VALUE``, else ``MEMORY_LAB_<NAME>``."""
-        import os
-
-        env = os.environ.get(f"MEMORY_LAB_{name.upper()}")
-        if name not in self.resources and env:
-            return env
-        if name not in self.resources:
-            known = ", ".join(sorted(self.resources)) or "none given"
-            raise KeyError(
-                f"memory '{self.memory_name}' needs the resource {name!r}: pass "
-                f"--resource {name}=VALUE or set MEMORY_LAB_{name.upper()} (given: {known})"
-            )
-        return self.resources[name]
+        return lookup_resource(self.resources, name, self.memory_name)
 
     def for_part(self, label: str, roles: tuple[str, ...] = ()) -> MemoryResources:
         """Resources for the part ``label`` of a composite memory, using model ``roles``.

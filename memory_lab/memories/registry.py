@@ -27,6 +27,8 @@ BUILTIN_MODULES = (
     "memory_lab.memories.classic",
     "memory_lab.memories.classic_extras",
     "memory_lab.memories.combined",
+    "memory_lab.memories.lg_thread",
+    "memory_lab.memories.lg_store",
 )
 ENTRY_POINT_GROUP = "memory_lab.memories"
 LIST_SEPARATOR = "+"
@@ -149,6 +151,10 @@ class MemoryFactory:
     roles: tuple[str, ...] = ()
     source: str | None = None  # "module:attr" to import it from, for workers and resume
     roles_of: Callable[[dict[str, Any]], tuple[str, ...]] | None = None
+    # preflight(params, resource) raises ValueError when a run could not build this memory (a
+    # server it needs is unreachable, parameters that contradict each other); called before a
+    # results folder is made
+    preflight: Callable[[dict[str, Any], Callable[[str], str]], None] | None = None
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
@@ -205,12 +211,16 @@ def declare(
     roles: tuple[str, ...] = (),
     source: str | None = None,
     roles_of: Callable[[dict[str, Any]], tuple[str, ...]] | None = None,
+    preflight: Callable[[dict[str, Any], Callable[[str], str]], None] | None = None,
 ) -> MemoryFactory:
     """A ``MemoryFactory`` for ``build(res, **params)``, its parameters read from the signature.
 
     Every parameter after ``res`` must be keyword-capable, annotated (int, float, str, bool,
     ``list[...]`` of those, or ``Literal[...]``) and have a default. ``roles_of(params)`` names
     roles that depend on the parameters (a composite memory's parts).
+    ``preflight(params, resource)`` runs before a run starts and raises ``ValueError`` (one
+    line) when the memory could not be built: parameters that contradict each other, a server
+    that is missing or unreachable.
     """
     if not _NAME.match(name):
         raise ValueError(f"memory name {name!r} must be snake_case")
@@ -229,7 +239,16 @@ def declare(
         raise TypeError(f"memory {name!r}: documented parameters not in the factory: {list(docs)}")
     for p in out:  # a default must pass its own bounds (its ``check`` runs when it is used)
         p._convert(p.default, name)
-    return MemoryFactory(name, build, tuple(out), description, tuple(roles), source, roles_of)
+    return MemoryFactory(
+        name,
+        build,
+        tuple(out),
+        description,
+        tuple(roles),
+        source=source,
+        roles_of=roles_of,
+        preflight=preflight,
+    )
 
 
 _REGISTRY: dict[str, MemoryFactory] = {}
@@ -258,11 +277,13 @@ def register_memory(
     description: str,
     params: dict[str, ParamDoc | str] | None = None,
     roles: tuple[str, ...] = (),
+    preflight: Callable[[dict[str, Any], Callable[[str], str]], None] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register ``factory(res, **params)`` under ``name`` in this process.
 
     Defined in an importable module, the memory can also be named as ``module:factory`` in a
-    spec, which makes it available in ``--jobs`` workers and on ``--resume``.
+    spec, which makes it available in ``--jobs`` workers and on ``--resume``. ``preflight`` as
+    in ``declare``.
     """
 
     def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -270,7 +291,7 @@ def register_memory(
         source = None
         if module and module != "__main__" and "<locals>" not in fn.__qualname__:
             source = f"{module}:{fn.__name__}"
-        add_memory(declare(name, fn, description, params, roles, source))
+        add_memory(declare(name, fn, description, params, roles, source, preflight))
         fn.memory_name = name  # type: ignore[attr-defined]
         return fn
 
@@ -406,6 +427,18 @@ def spec_from_json(data: dict[str, Any]) -> MemorySpec:
             f"memory '{factory.name}' has parameters not recorded in run.json: {missing}"
         )
     return MemorySpec(factory.name, params, data["label"], factory.source)
+
+
+def preflight_memories(specs: list[MemorySpec], resources: dict[str, str] | None = None) -> None:
+    """Every memory's ``preflight``, before a run: one ``ValueError`` naming the first problem."""
+    from memory_lab.memories.protocol import lookup_resource
+
+    for spec in specs:
+        factory = factory_for(spec.name, spec.source)
+        if factory.preflight is not None:
+            factory.preflight(
+                dict(spec.params), lambda name, s=spec: lookup_resource(resources, name, s.label)
+            )
 
 
 def build_memory(spec: MemorySpec, res: Any) -> Any:
