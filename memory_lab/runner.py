@@ -37,7 +37,7 @@ from memory_lab.memories.protocol import (
     render_recall,
 )
 from memory_lab.memories.registry import MemorySpec, build_memory, factory_for
-from memory_lab.models import model_name, resolve_chat_model
+from memory_lab.models import READER_RETRIEVAL_MODEL, model_name, resolve_chat_model
 from memory_lab.models.embeddings import OfflineEmbeddings, offline_embedding_model
 from memory_lab.models.providers import MeteredEmbeddings, provider_embeddings
 from memory_lab.models.tokens import count_tokens, encoding, token_ids
@@ -121,6 +121,7 @@ class RunModels:
     config: RunConfig = field(default_factory=RunConfig)
     embeddings: OfflineEmbeddings | None = None
     memory_offline_embeddings: OfflineEmbeddings | None = None
+    reader_retrieval: OfflineEmbeddings | None = None
     provider_embeddings: MeteredEmbeddings | None = None
     call_cache: Any = None
     cache_dir: str | None = None
@@ -154,10 +155,16 @@ class RunModels:
 
                 inner = cached_embeddings(inner, Path(cache_dir), config.embeddings)
             provider = MeteredEmbeddings(inner)
+        # The offline reader ranks with e5; it shares the memories' e5 cache when they use e5.
+        if memory_offline is not None and memory_offline.model == READER_RETRIEVAL_MODEL:
+            reader_retrieval = memory_offline
+        else:
+            reader_retrieval = OfflineEmbeddings(model=READER_RETRIEVAL_MODEL)
         return cls(
             config=config,
             embeddings=OfflineEmbeddings(),  # always: the offline reader uses it
             memory_offline_embeddings=memory_offline,
+            reader_retrieval=reader_retrieval,
             provider_embeddings=provider,
             call_cache=call_cache,
             cache_dir=cache_dir,
@@ -173,7 +180,11 @@ class RunModels:
             model = resolve_judge(spec, base_url=self.config.base_url)
         else:
             model = resolve_chat_model(
-                spec, role, embeddings=self.shared_embeddings(), base_url=self.config.base_url
+                spec,
+                role,
+                embeddings=self.shared_embeddings(),
+                base_url=self.config.base_url,
+                retrieval=self.reader_retrieval,
             )
         if spec != "offline" and self.call_cache is not None:
             from memory_lab.cache import cached_chat_model
@@ -460,8 +471,8 @@ class Cell:
         score = score_probe(probe, reply, context)
         recalled = self.view.recall.turn_ids if self.view.recall is not None else ()
         evidence = {e: self.turn_text[e] for e in probe.evidence if e in self.turn_text}
-        recall_share = None if probe.category == "abstention" else evidence_recall(
-            evidence, context, recalled
+        recall_share = (
+            None if probe.category == "abstention" else evidence_recall(evidence, context, recalled)
         )
         record = ProbeRecord(
             **self._ids(),

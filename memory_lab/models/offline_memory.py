@@ -139,9 +139,7 @@ class OfflineMemoryModel(OfflineSummarizer):
             {"key": stored_key(text, known) or fact_key(text), "value": text, "kind": _kind(text)}
             for speaker, text in speaker_sentences(conversation)
             if speaker == "Human"
-            and (
-                informativeness(speaker, text) >= self.min_fact_score or _PREFERENCE.search(text)
-            )
+            and (informativeness(speaker, text) >= self.min_fact_score or _PREFERENCE.search(text))
         ]
         return _shape(schema, facts, conversation)
 
