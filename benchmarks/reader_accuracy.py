@@ -13,7 +13,8 @@ and scores the reply with ``score_probe``. Per language it prints:
 
 Usage::
 
-    HF_HUB_OFFLINE=1 python benchmarks/reader_accuracy.py builtin:classic benchmarks/reader_dev
+    HF_HUB_OFFLINE=1 python benchmarks/reader_accuracy.py builtin:classic benchmarks/reader_dev \
+        benchmarks/reader_dev2
     HF_HUB_OFFLINE=1 python benchmarks/reader_accuracy.py locomo:/tmp/locomo10.json --samples 1-2
 """
 

@@ -1,10 +1,14 @@
-"""Per-turn harness time as dialogues grow: 100, 200, 400 and 800 turns.
+"""Per-turn cost as dialogues grow: 100, 200, 400 and 800 turns.
 
-For ``window``, ``summary_buffer`` and ``vector`` the time per turn must stay within 1.5x each
-time the turn count doubles (no quadratic work hiding in the harness). Prints one row per
-(memory, turns) and the ratio to the previous length.
+For each memory, per user turn: harness time, and tokens (the prompt plus the memory's own
+maintenance tokens). For bounded memories (``window``, ``summary_buffer``, ``vector``, and
+``thread`` with any policy other than ``none``) both must stay within 1.5x each time the turn
+count doubles: no quadratic work hiding in the harness or in a checkpointer. Prints one row per
+(memory, turns) with the ratios to the previous length.
 
     python benchmarks/scaling.py [--turns 100 200 400 800] [--memory window summary_buffer vector]
+    python benchmarks/scaling.py --memory thread:policy=summarize thread:policy=trim \
+        thread:policy=filter thread:policy=summarize,summarizer=langmem
 """
 
 from __future__ import annotations
@@ -65,7 +69,9 @@ def main() -> int:
         for n in args.turns:
             Path(tmp, f"s{n}.yaml").write_text(yaml.safe_dump(synthetic_dialogue(n, n)), "utf-8")
         dialogues = {len(d.turns): d for d in load_dialogues(tmp)}
-    print(f"{'memory':<16} {'turns':>6} {'ms/turn':>9} {'x prev':>7}")
+    width = max(16, *(len(m) for m in args.memory))
+    print(f"{'memory':<{width}} {'turns':>6} {'ms/turn':>9} {'x prev':>7} {'tokens/turn':>12} "
+          f"{'x prev':>7}")  # fmt: skip
     worst = 0.0
     for memory in args.memory:
         spec = parse_memory_spec(memory)
@@ -75,11 +81,16 @@ def main() -> int:
             started = time.perf_counter()
             replay_dialogue(spec, dialogues[n], models, records.append)
             per_turn = (time.perf_counter() - started) / n * 1000
-            ratio = per_turn / previous if previous else float("nan")
+            turns = [r for r in records if r["type"] == "turn" and r["prompt_tokens"]]
+            tokens = sum(r["prompt_tokens"] + r["memory_tokens"] for r in turns) / len(turns)
             if previous:
-                worst = max(worst, ratio)
-            print(f"{memory:<16} {n:>6} {per_turn:>9.2f} {ratio:>7.2f}", flush=True)
-            previous = per_turn
+                ratios = (per_turn / previous[0], tokens / previous[1])
+                worst = max(worst, *ratios)
+                shown = f"{ratios[0]:>7.2f} {tokens:>12.0f} {ratios[1]:>7.2f}"
+            else:
+                shown = f"{'':>7} {tokens:>12.0f} {'':>7}"
+            print(f"{memory:<{width}} {n:>6} {per_turn:>9.2f} {shown}", flush=True)
+            previous = (per_turn, tokens)
     verdict = "OK" if worst <= 1.5 else "OVER TARGET"
     print(f"\nworst ratio on doubling: {worst:.2f} (target <= 1.5): {verdict}")
     return 0 if worst <= 1.5 else 1

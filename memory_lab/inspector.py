@@ -26,8 +26,9 @@ from memory_lab.runner import (
 from memory_lab.sources import builtin_suites, load_dialogues
 
 # Lines that start a new part of a context: a buffered exchange, a retrieved vector snippet
-# (``input: ...`` / ``response: ...`` documents) or the summary of a summary-buffer memory.
-_PART_STARTS = ("Human: ", f"{INPUT_KEY}: ", "System: ")
+# (``input: ...`` / ``response: ...`` documents), the summary of a summary-buffer memory, or the
+# heading of a combined memory's part (``## window``).
+_PART_STARTS = ("Human: ", f"{INPUT_KEY}: ", "System: ", "## ")
 
 
 @dataclass(frozen=True)

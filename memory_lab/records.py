@@ -100,7 +100,11 @@ class ProbeRecord(_Record):
 
 @dataclass
 class UsageRecord(_Record):
-    """Calls of one memory model role while saving one exchange (a breakdown of the turn's)."""
+    """Calls of one memory model role while saving one exchange (a breakdown of the turn's).
+
+    For a composite memory (``combined``) each row names the ``part`` it belongs to, and a
+    part's embedded tokens have a row of their own (role ``embeddings``).
+    """
 
     kind: ClassVar[str] = "usage"
     memory: str
@@ -113,6 +117,8 @@ class UsageRecord(_Record):
     cache_hits: int
     input_tokens: int
     output_tokens: int
+    embedding_tokens: int = 0
+    part: str | None = None
 
 
 @dataclass

@@ -16,7 +16,7 @@ import uuid
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +33,11 @@ from memory_lab.memories.protocol import (
     Query,
     Recall,
     SessionInfo,
+    part_cell_id,
     render_recall,
 )
 from memory_lab.memories.registry import MemorySpec, build_memory, factory_for
-from memory_lab.models import model_name, resolve_chat_model
+from memory_lab.models import READER_RETRIEVAL_MODEL, model_name, resolve_chat_model
 from memory_lab.models.embeddings import OfflineEmbeddings, offline_embedding_model
 from memory_lab.models.providers import MeteredEmbeddings, provider_embeddings
 from memory_lab.models.tokens import count_tokens, encoding, token_ids
@@ -45,6 +46,7 @@ from memory_lab.records import ProbeRecord, TurnRecord, UsageRecord
 from memory_lab.scoring import evidence_recall, score_probe
 
 Emit = Callable[[dict[str, Any]], None]
+EMBEDDINGS_ROLE = "embeddings"  # usage rows of a composite memory's part that embeds text
 
 
 @contextmanager
@@ -119,6 +121,7 @@ class RunModels:
     config: RunConfig = field(default_factory=RunConfig)
     embeddings: OfflineEmbeddings | None = None
     memory_offline_embeddings: OfflineEmbeddings | None = None
+    reader_retrieval: OfflineEmbeddings | None = None
     provider_embeddings: MeteredEmbeddings | None = None
     call_cache: Any = None
     cache_dir: str | None = None
@@ -152,10 +155,16 @@ class RunModels:
 
                 inner = cached_embeddings(inner, Path(cache_dir), config.embeddings)
             provider = MeteredEmbeddings(inner)
+        # The offline reader ranks with e5; it shares the memories' e5 cache when they use e5.
+        if memory_offline is not None and memory_offline.model == READER_RETRIEVAL_MODEL:
+            reader_retrieval = memory_offline
+        else:
+            reader_retrieval = OfflineEmbeddings(model=READER_RETRIEVAL_MODEL)
         return cls(
             config=config,
             embeddings=OfflineEmbeddings(),  # always: the offline reader uses it
             memory_offline_embeddings=memory_offline,
+            reader_retrieval=reader_retrieval,
             provider_embeddings=provider,
             call_cache=call_cache,
             cache_dir=cache_dir,
@@ -171,7 +180,11 @@ class RunModels:
             model = resolve_judge(spec, base_url=self.config.base_url)
         else:
             model = resolve_chat_model(
-                spec, role, embeddings=self.shared_embeddings(), base_url=self.config.base_url
+                spec,
+                role,
+                embeddings=self.shared_embeddings(),
+                base_url=self.config.base_url,
+                retrieval=self.reader_retrieval,
             )
         if spec != "offline" and self.call_cache is not None:
             from memory_lab.cache import cached_chat_model
@@ -257,13 +270,9 @@ class Cell:
         self.roles = ("memory", *(r for r in factory.roles if r != "memory"))
         self.role_meters = {role: Meter() for role in self.roles}
         self.embedding_meter = Meter()
-        role_models = {}
-        for role in self.roles:
-            model = models.chat_model(config.role_spec(role), role)
-            model.callbacks = [MeterCallback(self.role_meters[role])]
-            if "memory_name" in type(model).model_fields:
-                model.memory_name = spec.name  # so an offline-model error names the memory
-            role_models[role] = model
+        # a composite memory's parts: label -> (their role meters, their embedding meter)
+        self.part_meters: dict[str, tuple[dict[str, Meter], Meter]] = {}
+        role_models = {role: self._role_model(role, self.role_meters[role]) for role in self.roles}
         cell_id = cell_id_for(spec, dialogue)
         self.resources = MemoryResources(
             models=role_models,
@@ -274,6 +283,7 @@ class Cell:
             resources=models.resources,
             cell_dir=str(Path(models.work_dir) / "cells" / cell_id) if models.work_dir else None,
             timestamps=config.timestamps,
+            part_resources=self._part_resources,
         )
         self.turn_text = {t.id: t.text for t in dialogue.turns}
         self.memory = build_memory(spec, self.resources)
@@ -294,6 +304,34 @@ class Cell:
             memory=self.view,
             input_key=INPUT_KEY,
             output_key=OUTPUT_KEY,
+        )
+
+    def _role_model(self, role: str, meter: Meter, name: str | None = None) -> Any:
+        """The chat model serving ``role`` for this cell, its calls charged to ``meter``."""
+        model = self.models.chat_model(self.models.config.role_spec(role), role)
+        model.callbacks = [MeterCallback(meter)]
+        if "memory_name" in type(model).model_fields:
+            model.memory_name = name or self.spec.name  # an offline-model error names the memory
+        return model
+
+    def _part_resources(self, label: str, roles: tuple[str, ...]) -> MemoryResources:
+        """Resources for one part of a composite memory, metered apart under ``label``."""
+        if label in self.part_meters:
+            raise ValueError(f"memory '{self.spec.label}' has two parts labelled {label!r}")
+        meters = {role: Meter() for role in ("memory", *(r for r in roles if r != "memory"))}
+        embedding_meter = Meter()
+        self.part_meters[label] = (meters, embedding_meter)
+        name = f"{self.spec.name}/{label}"
+        res = self.resources
+        return replace(
+            res,
+            models={role: self._role_model(role, m, name) for role, m in meters.items()},
+            embeddings=self.models.memory_embeddings(embedding_meter.add_embedding),
+            cell_id=part_cell_id(res.cell_id, label),
+            memory_name=name,
+            cell_dir=str(Path(res.cell_dir) / part_cell_id("", label)) if res.cell_dir else None,
+            closers=res.closers,
+            part_resources=None,
         )
 
     def _ids(self) -> dict[str, str]:
@@ -321,34 +359,50 @@ class Cell:
             session_date=ex.session_date,
         )
 
-    def maintenance(self) -> tuple[Usage, list[UsageRecord]]:
-        """What the memory's models and embeddings cost since the last call, total and by role."""
+    def maintenance(self) -> tuple[Usage, list[tuple[str, str | None, Usage]]]:
+        """What the memory's models and embeddings cost since the last call: the total, and
+        ``(role, part, usage)`` for every role called (a part's embeddings: role ``embeddings``).
+        """
         total = self.embedding_meter.take()
-        by_role = []
-        for role, meter in self.role_meters.items():
-            usage = meter.take()
-            total.llm_calls += usage.llm_calls
-            total.cache_hits += usage.cache_hits
-            total.input_tokens += usage.input_tokens
-            total.output_tokens += usage.output_tokens
-            if usage.llm_calls:
-                by_role.append((role, usage))
+        by_role: list[tuple[str, str | None, Usage]] = []
+        meters = [(None, self.role_meters, None)]
+        meters += [(part, m, e) for part, (m, e) in self.part_meters.items()]
+        for part, role_meters, embedding_meter in meters:
+            for role, meter in role_meters.items():
+                usage = meter.take()
+                total.llm_calls += usage.llm_calls
+                total.cache_hits += usage.cache_hits
+                total.input_tokens += usage.input_tokens
+                total.output_tokens += usage.output_tokens
+                if usage.llm_calls:
+                    by_role.append((role, part, usage))
+            if embedding_meter is not None:
+                usage = embedding_meter.take()
+                total.embedding_tokens += usage.embedding_tokens
+                if usage.embedding_tokens:
+                    by_role.append((EMBEDDINGS_ROLE, part, usage))
         return total, by_role
 
-    def _usage_records(self, ex: Exchange, by_role: list[tuple[str, Usage]]) -> list[UsageRecord]:
+    def _usage_records(
+        self, ex: Exchange, by_role: list[tuple[str, str | None, Usage]]
+    ) -> list[UsageRecord]:
         config = self.models.config
         return [
             UsageRecord(
                 **self._ids(),
                 exchange=ex.index,
                 role=role,
-                model=model_name(config.role_spec(role), role),
+                model=config.embeddings
+                if role == EMBEDDINGS_ROLE
+                else model_name(config.role_spec(role), role),
                 llm_calls=u.llm_calls,
                 cache_hits=u.cache_hits,
                 input_tokens=u.input_tokens,
                 output_tokens=u.output_tokens,
+                embedding_tokens=u.embedding_tokens,
+                part=part,
             )
-            for role, u in by_role
+            for role, part, u in by_role
         ]
 
     def _invoke(self, text: str) -> tuple[str, str, Usage]:
@@ -417,8 +471,8 @@ class Cell:
         score = score_probe(probe, reply, context)
         recalled = self.view.recall.turn_ids if self.view.recall is not None else ()
         evidence = {e: self.turn_text[e] for e in probe.evidence if e in self.turn_text}
-        recall_share = None if probe.category == "abstention" else evidence_recall(
-            evidence, context, recalled
+        recall_share = (
+            None if probe.category == "abstention" else evidence_recall(evidence, context, recalled)
         )
         record = ProbeRecord(
             **self._ids(),

@@ -9,8 +9,10 @@ into the ``history`` text of the shared prompt; the runner's bridge hands that t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -92,6 +94,12 @@ def render_recall(recall: Recall) -> str:
     return "\n".join(item.text for item in recall.items if item.text)
 
 
+def part_cell_id(cell_id: str, label: str) -> str:
+    """The cell id of a composite memory's part: the cell's, then the label made Chroma-safe."""
+    safe = re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-") or "part"
+    return f"{cell_id}-{safe}" if cell_id else safe
+
+
 @runtime_checkable
 class Memory(Protocol):
     """The one contract every memory fulfils (classic ones through ``ClassicMemory``)."""
@@ -112,6 +120,26 @@ class Memory(Protocol):
         """Release what the memory holds (stores, files)."""
 
 
+def lookup_resource(resources: Mapping[str, str] | None, name: str, memory: str) -> str:
+    """A run-wide resource: ``--resource NAME=VALUE``, else ``MEMORY_LAB_<NAME>``.
+
+    KeyError naming the memory and both ways to give it when neither is set.
+    """
+    import os
+
+    resources = resources or {}
+    env = os.environ.get(f"MEMORY_LAB_{name.upper()}")
+    if name not in resources and env:
+        return env
+    if name not in resources:
+        known = ", ".join(sorted(resources)) or "none given"
+        raise KeyError(
+            f"memory '{memory}' needs the resource {name!r}: pass "
+            f"--resource {name}=VALUE or set MEMORY_LAB_{name.upper()} (given: {known})"
+        )
+    return resources[name]
+
+
 @dataclass
 class MemoryResources:
     """What a factory may use to build a memory for one cell.
@@ -122,7 +150,8 @@ class MemoryResources:
     never written to any file. ``timestamps`` says whether text memories should store each user
     line with its session date (``Exchange.dated_user``). ``cell_id`` is unique per cell and
     safe as a Chroma collection name; ``cell_dir`` is a folder the memory may write files to.
-    Register teardown with ``on_close``.
+    Register teardown with ``on_close``. ``for_part(label, roles)`` gives the resources for one
+    part of a composite memory: its own cell id and folder, its calls metered apart.
     """
 
     models: Mapping[str, BaseChatModel]
@@ -134,6 +163,7 @@ class MemoryResources:
     cell_dir: str | None = None
     timestamps: bool = True
     closers: list[Callable[[], None]] = field(default_factory=list)
+    part_resources: Callable[[str, tuple[str, ...]], MemoryResources] | None = None
 
     @property
     def memory_llm(self) -> BaseChatModel:
@@ -158,18 +188,23 @@ class MemoryResources:
 
     def resource(self, name: str) -> str:
         """The named resource: ``--resource NAME=VALUE``, else ``MEMORY_LAB_<NAME>``."""
-        import os
+        return lookup_resource(self.resources, name, self.memory_name)
 
-        env = os.environ.get(f"MEMORY_LAB_{name.upper()}")
-        if name not in self.resources and env:
-            return env
-        if name not in self.resources:
-            known = ", ".join(sorted(self.resources)) or "none given"
-            raise KeyError(
-                f"memory '{self.memory_name}' needs the resource {name!r}: pass "
-                f"--resource {name}=VALUE or set MEMORY_LAB_{name.upper()} (given: {known})"
-            )
-        return self.resources[name]
+    def for_part(self, label: str, roles: tuple[str, ...] = ()) -> MemoryResources:
+        """Resources for the part ``label`` of a composite memory, using model ``roles``.
+
+        The part gets its own cell id (a Chroma collection of its own) and folder; in a run its
+        model calls and embeddings are metered under its label, so the usage records say what
+        each part cost. Teardown registered by the part runs when the cell closes.
+        """
+        if self.part_resources is not None:
+            return self.part_resources(label, roles)
+        return replace(
+            self,
+            cell_id=part_cell_id(self.cell_id, label),
+            cell_dir=str(Path(self.cell_dir) / part_cell_id("", label)) if self.cell_dir else None,
+            closers=self.closers,
+        )
 
     def on_close(self, fn: Callable[[], None]) -> None:
         self.closers.append(fn)

@@ -19,11 +19,17 @@ import inspect
 import re
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from typing import Any, Literal
 
-BUILTIN_MODULES = ("memory_lab.memories.classic",)
+BUILTIN_MODULES = (
+    "memory_lab.memories.classic",
+    "memory_lab.memories.classic_extras",
+    "memory_lab.memories.combined",
+    "memory_lab.memories.lg_thread",
+    "memory_lab.memories.lg_store",
+)
 ENTRY_POINT_GROUP = "memory_lab.memories"
 LIST_SEPARATOR = "+"
 
@@ -38,11 +44,16 @@ class MemorySpecError(ValueError):
 
 @dataclass(frozen=True)
 class ParamDoc:
-    """Help text and bounds for one factory parameter (type and default come from its signature)."""
+    """Help text and bounds for one factory parameter (type and default come from its signature).
+
+    ``check`` validates a converted value further when a spec is parsed (e.g. that each part of
+    a composite memory is itself a valid spec) and returns it; it raises MemorySpecError.
+    """
 
     help: str = ""
     min: float | None = None
     max: float | None = None
+    check: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,7 @@ class Param:
     help: str = ""
     min: float | None = None
     max: float | None = None
+    validate: Callable[[Any], Any] | None = field(default=None, compare=False)
 
     @property
     def type_name(self) -> str:
@@ -65,6 +77,10 @@ class Param:
 
     def check(self, value: Any, memory: str) -> Any:
         """``value`` converted and checked; MemorySpecError naming the memory otherwise."""
+        value = self._convert(value, memory)
+        return self.validate(value) if self.validate is not None else value
+
+    def _convert(self, value: Any, memory: str) -> Any:
         origin = typing.get_origin(self.type)
         if origin is list:
             inner = typing.get_args(self.type)[0]
@@ -134,9 +150,19 @@ class MemoryFactory:
     description: str
     roles: tuple[str, ...] = ()
     source: str | None = None  # "module:attr" to import it from, for workers and resume
+    roles_of: Callable[[dict[str, Any]], tuple[str, ...]] | None = None
+    # preflight(params, resource) raises ValueError when a run could not build this memory (a
+    # server it needs is unreachable, parameters that contradict each other); called before a
+    # results folder is made
+    preflight: Callable[[dict[str, Any], Callable[[str], str]], None] | None = None
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
+
+    def roles_for(self, params: dict[str, Any]) -> tuple[str, ...]:
+        """The model roles a memory with these parameters uses (its parts' roles too)."""
+        extra = self.roles_of(params) if self.roles_of is not None else ()
+        return tuple(dict.fromkeys((*self.roles, *extra)))
 
 
 @dataclass(frozen=True)
@@ -184,11 +210,17 @@ def declare(
     params: dict[str, ParamDoc | str] | None = None,
     roles: tuple[str, ...] = (),
     source: str | None = None,
+    roles_of: Callable[[dict[str, Any]], tuple[str, ...]] | None = None,
+    preflight: Callable[[dict[str, Any], Callable[[str], str]], None] | None = None,
 ) -> MemoryFactory:
     """A ``MemoryFactory`` for ``build(res, **params)``, its parameters read from the signature.
 
     Every parameter after ``res`` must be keyword-capable, annotated (int, float, str, bool,
-    ``list[...]`` of those, or ``Literal[...]``) and have a default.
+    ``list[...]`` of those, or ``Literal[...]``) and have a default. ``roles_of(params)`` names
+    roles that depend on the parameters (a composite memory's parts).
+    ``preflight(params, resource)`` runs before a run starts and raises ``ValueError`` (one
+    line) when the memory could not be built: parameters that contradict each other, a server
+    that is missing or unreachable.
     """
     if not _NAME.match(name):
         raise ValueError(f"memory name {name!r} must be snake_case")
@@ -202,12 +234,21 @@ def declare(
                 "Literal) annotation and a default"
             )
         doc = docs.pop(p.name, ParamDoc())
-        out.append(Param(p.name, kind, p.default, doc.help, doc.min, doc.max))
+        out.append(Param(p.name, kind, p.default, doc.help, doc.min, doc.max, doc.check))
     if docs:
         raise TypeError(f"memory {name!r}: documented parameters not in the factory: {list(docs)}")
-    for p in out:  # a default must pass its own bounds
-        p.check(p.default, name)
-    return MemoryFactory(name, build, tuple(out), description, tuple(roles), source)
+    for p in out:  # a default must pass its own bounds (its ``check`` runs when it is used)
+        p._convert(p.default, name)
+    return MemoryFactory(
+        name,
+        build,
+        tuple(out),
+        description,
+        tuple(roles),
+        source=source,
+        roles_of=roles_of,
+        preflight=preflight,
+    )
 
 
 _REGISTRY: dict[str, MemoryFactory] = {}
@@ -236,11 +277,13 @@ def register_memory(
     description: str,
     params: dict[str, ParamDoc | str] | None = None,
     roles: tuple[str, ...] = (),
+    preflight: Callable[[dict[str, Any], Callable[[str], str]], None] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register ``factory(res, **params)`` under ``name`` in this process.
 
     Defined in an importable module, the memory can also be named as ``module:factory`` in a
-    spec, which makes it available in ``--jobs`` workers and on ``--resume``.
+    spec, which makes it available in ``--jobs`` workers and on ``--resume``. ``preflight`` as
+    in ``declare``.
     """
 
     def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -248,7 +291,7 @@ def register_memory(
         source = None
         if module and module != "__main__" and "<locals>" not in fn.__qualname__:
             source = f"{module}:{fn.__name__}"
-        add_memory(declare(name, fn, description, params, roles, source))
+        add_memory(declare(name, fn, description, params, roles, source, preflight))
         fn.memory_name = name  # type: ignore[attr-defined]
         return fn
 
@@ -384,6 +427,18 @@ def spec_from_json(data: dict[str, Any]) -> MemorySpec:
             f"memory '{factory.name}' has parameters not recorded in run.json: {missing}"
         )
     return MemorySpec(factory.name, params, data["label"], factory.source)
+
+
+def preflight_memories(specs: list[MemorySpec], resources: dict[str, str] | None = None) -> None:
+    """Every memory's ``preflight``, before a run: one ``ValueError`` naming the first problem."""
+    from memory_lab.memories.protocol import lookup_resource
+
+    for spec in specs:
+        factory = factory_for(spec.name, spec.source)
+        if factory.preflight is not None:
+            factory.preflight(
+                dict(spec.params), lambda name, s=spec: lookup_resource(resources, name, s.label)
+            )
 
 
 def build_memory(spec: MemorySpec, res: Any) -> Any:

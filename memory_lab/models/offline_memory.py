@@ -1,8 +1,10 @@
 """The offline memory model: the LLM inside memories, deterministic, for any memory prompt.
 
 It serves LangChain's summary prompt (previous summary + new lines -> extractive summary, as the
-offline summarizer always has), the task prompts of ``memory_lab.models.tasks`` (summarise,
-extract facts as JSON for a schema, score importance), and tool calls chosen by a declared rule
+offline summarizer always has), the entity-extraction, entity-summary and knowledge-triple
+prompts of LangChain's entity and knowledge-graph memories (``langchain_prompts``), the task
+prompts of ``memory_lab.models.tasks`` (summarise, extract facts as JSON for a schema, score
+importance), and tool calls chosen by a declared rule
 script when tools are bound. Any other prompt gets an extractive summary of its conversation
 lines, so it never raises on an unfamiliar prompt; a request it cannot serve (a tool rule naming
 a tool that was not bound) fails with one error naming the memory and the task.
@@ -20,6 +22,7 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.outputs import ChatResult
 
+from memory_lab.models.langchain_prompts import langchain_memory_reply
 from memory_lab.models.offline_base import chat_result
 from memory_lab.models.offline_summarizer import (
     OfflineSummarizer,
@@ -27,7 +30,7 @@ from memory_lab.models.offline_summarizer import (
     parse_summary_prompt,
     speaker_sentences,
 )
-from memory_lab.models.tasks import parse_json_reply, section, task_of
+from memory_lab.models.tasks import known_facts, parse_json_reply, section, task_of
 from memory_lab.normalize import normalize
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -103,6 +106,9 @@ class OfflineMemoryModel(OfflineSummarizer):
             return str(self.importance(section(prompt, "Memory:", "\nImportance:")))
         if task is not None:
             raise self._fail(task, "unknown task tag (known: summarize, extract, importance)")
+        reply = langchain_memory_reply(prompt)
+        if reply is not None:
+            return reply
         try:
             return self.summarize(*parse_summary_prompt(prompt))
         except ValueError:  # an unfamiliar prompt: summarise whatever conversation it holds
@@ -119,6 +125,7 @@ class OfflineMemoryModel(OfflineSummarizer):
 
         A user sentence is a fact when ``informativeness`` reaches ``min_fact_score`` or it
         states a preference (like, love, prefer, ...; 좋아, 선호, ...), which is its kind then.
+        A fact that restates one of the prompt's ``Known facts`` takes its key (``stored_key``).
         """
         try:
             schema = parse_json_reply(section(prompt, "JSON schema:", "\n\n"))
@@ -127,13 +134,12 @@ class OfflineMemoryModel(OfflineSummarizer):
                 "extract", f"the prompt's JSON schema does not parse ({exc})"
             ) from None
         conversation = section(prompt, "Conversation:", "\nJSON:")
+        known = known_facts(prompt)
         facts = [
-            {"key": fact_key(text), "value": text, "kind": _kind(text)}
+            {"key": stored_key(text, known) or fact_key(text), "value": text, "kind": _kind(text)}
             for speaker, text in speaker_sentences(conversation)
             if speaker == "Human"
-            and (
-                informativeness(speaker, text) >= self.min_fact_score or _PREFERENCE.search(text)
-            )
+            and (informativeness(speaker, text) >= self.min_fact_score or _PREFERENCE.search(text))
         ]
         return _shape(schema, facts, conversation)
 
@@ -199,6 +205,28 @@ def fact_key(text: str) -> str:
     """A short key for a fact: its first three content words, normalised."""
     words = [w for w in _WORD.findall(normalize(text)) if w not in _FUNCTION_WORDS]
     return "_".join(words[:3]) or "fact"
+
+
+def content_words(text: str) -> set[str]:
+    """The normalised words of ``text`` that are not function words."""
+    return {w for w in _WORD.findall(normalize(text)) if w not in _FUNCTION_WORDS}
+
+
+def stored_key(text: str, known: list[tuple[str, str]]) -> str | None:
+    """The key of the stored fact ``text`` restates with a new value, or None.
+
+    Restating: at least two content words in common, and at least 60% of the smaller fact's
+    content words (``I prefer aisle seats on flights`` -> ``I now prefer window seats on
+    flights``). The most overlapping stored fact wins; ties go to the one listed first.
+    """
+    words = content_words(text)
+    best, best_shared = None, 0
+    for key, value in known:
+        old = content_words(value)
+        shared = len(words & old)
+        if shared >= 2 and shared >= 0.6 * min(len(words), len(old)) and shared > best_shared:
+            best, best_shared = key, shared
+    return best
 
 
 def _shape(schema: Any, facts: list[dict[str, str]], conversation: str) -> Any:

@@ -10,12 +10,19 @@ each against the question with general, corpus-independent machinery:
   particles and endings never need a word list); question terms the memory never mentions
   count against every sentence, which is what lets the reader abstain;
 - MiniLM cosine similarity for English questions (it bridges paraphrases);
+- for ranking only, multilingual-e5 retrieval similarity (question as "query:", sentences as
+  "passage:"), in both languages: it finds the sentence a paraphrased question is about
+  ("What vehicle did I get?" against "I bought a used Honda Jazz"); whether to answer at all is
+  still decided by the lexical and MiniLM evidence, since e5 rates unrelated sentences almost as
+  high as related ones;
 - a question-type cue: "when" wants a date or time, "how many/much" a number, "who" and "where"
   a name, in English and Korean, and a sentence holding such an expression scores a little more;
 - recency on near ties, as a chat model reading a transcript prefers what was said last;
 - names (English questions): a capitalised word of the question the memory never mentions, or
   a best passage that shares nothing with the question but its names (the right person, not
-  what is asked: "Marco's hourly wage" against "Marco asked for a raise"), makes it abstain.
+  what is asked: "Marco's hourly wage" against "Marco asked for a raise"), makes it abstain;
+- kinds: asked for a number or a time, a reply that holds none (nor a session date stamp)
+  is replaced by an abstention.
 
 It replies with the best sentence(s), or abstains below a threshold. It never sees expected
 answers. Per-sentence features are cached by text and a memory's index (term matrix, IDF,
@@ -94,6 +101,8 @@ _EN_TIME_WORDS = frozenset(
     ago noon midnight""".split()
 )
 _KO_TIME_UNITS = frozenset("년 월 일 시 분 초 주".split())
+# Native Korean numerals used as determiners ("세 번", "두 곡"): Kiwi tags them MM, not NR.
+_KO_NUMERAL_DETERMINERS = frozenset("한 두 세 석 네 넉 다섯 여섯 일곱 여덟 아홉 열 스무 두세 서너".split())
 # Content morphemes for Korean: nouns, numbers, foreign words, verb and adjective stems, roots.
 _KO_CONTENT = ("NNG", "NNP", "NNB", "NR", "SN", "SL", "SH", "VV", "VA", "XR")
 
@@ -170,6 +179,8 @@ def features(text: str) -> Features:
             tag, form = token.tag.split("-")[0], token.form
             if form in _KO_INTERROGATIVES:
                 cues |= _KO_INTERROGATIVES[form]
+            elif tag == "MM" and form in _KO_NUMERAL_DETERMINERS:
+                kinds |= NUMBER
             elif tag in _KO_CONTENT:
                 terms.add(form)
                 if tag in ("SN", "NR"):
@@ -263,6 +274,7 @@ class _Index:
     questions: np.ndarray  # sentences that are themselves questions
     words: dict[int, str]  # column -> a surface English word, for soft matching
     dense: np.ndarray | None = None
+    passages: np.ndarray | None = None
     word_cols: np.ndarray | None = None
     word_vectors: np.ndarray | None = None
 
@@ -296,14 +308,27 @@ def _build_index(memory: str) -> _Index:
     return _Index(texts, lines, vocab, matrix, idf, mass, kinds, questions, words)
 
 
+READER_RETRIEVAL_MODEL = "multilingual-e5-small"
+
+
+def _e5_embeddings() -> OfflineEmbeddings:
+    return OfflineEmbeddings(model=READER_RETRIEVAL_MODEL)
+
+
 class OfflineReader(OfflineChatModel):
     """Deterministic extractive answering model for offline benchmark runs."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     embeddings: OfflineEmbeddings = Field(default_factory=OfflineEmbeddings, exclude=True)
-    threshold: float = 0.3  # English: lexical and dense evidence together
-    threshold_hangul: float = 0.25  # Korean: lexical evidence only (MiniLM is English)
+    # Multilingual retrieval model (e5, "query:" question against "passage:" sentences): it
+    # ranks paraphrases in both languages; abstaining stays with the lexical/MiniLM evidence,
+    # because e5 rates unrelated sentences almost as high as related ones.
+    retrieval: OfflineEmbeddings | None = Field(default_factory=_e5_embeddings, exclude=True)
+    retrieval_weight: float = 1.0
+    retrieval_hangul_weight: float = 1.0
+    threshold: float = 0.2  # English: lexical and MiniLM evidence together
+    threshold_hangul: float = 0.15  # Korean: lexical evidence only (MiniLM is English)
     lexical_weight: float = 0.5
     coverage_share: float = 0.7  # of the lexical score: coverage of the question vs cosine
     absent_term_weight: float = 0.8  # IDF share of question terms the memory never mentions
@@ -319,6 +344,8 @@ class OfflineReader(OfflineChatModel):
     # never mentions, or when the best passage shares only the question's names with it (it is
     # about the right person but not about what is asked: "Marco's hourly wage").
     names_rule: bool = True
+    # Abstain when asked for a number or a time and the reply holds none (nor a date stamp).
+    kind_rule: bool = True
     _indexes: OrderedDict = PrivateAttr(default_factory=OrderedDict)
 
     @property
@@ -329,7 +356,7 @@ class OfflineReader(OfflineChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {
             "model": "offline-reader",
-            "version": 3,
+            "version": 4,
             "threshold": self.threshold,
             "threshold_hangul": self.threshold_hangul,
             "lexical_weight": self.lexical_weight,
@@ -344,6 +371,10 @@ class OfflineReader(OfflineChatModel):
             "max_sentences": self.max_sentences,
             "second_sentence_ratio": self.second_sentence_ratio,
             "names_rule": self.names_rule,
+            "kind_rule": self.kind_rule,
+            "retrieval": self.retrieval.model_name if self.retrieval is not None else None,
+            "retrieval_weight": self.retrieval_weight,
+            "retrieval_hangul_weight": self.retrieval_hangul_weight,
             "stopwords": "sklearn ENGLISH_STOP_WORDS + auxiliaries",
             "korean_content_tags": list(_KO_CONTENT),
         }
@@ -363,8 +394,8 @@ class OfflineReader(OfflineChatModel):
             self._indexes.move_to_end(key)
         return index
 
-    def scores(self, memory: str, question: str) -> tuple[_Index, np.ndarray]:
-        """The index of ``memory`` and every sentence's score against ``question``."""
+    def scores(self, memory: str, question: str) -> tuple[_Index, np.ndarray, np.ndarray]:
+        """The index of ``memory``, every sentence's ranking score and its evidence score."""
         index = self._index(memory)
         n = len(index.sentences)
         q = features(question)
@@ -393,12 +424,23 @@ class OfflineReader(OfflineChatModel):
         else:
             lexical = np.zeros(n)
         if hangul:
-            score = lexical
+            evidence = lexical
         else:
             if index.dense is None:
                 index.dense = self.embeddings.matrix(index.sentences)
             dense = np.clip(index.dense @ self.embeddings.matrix([question])[0], 0.0, None)
-            score = self.lexical_weight * lexical + (1 - self.lexical_weight) * dense
+            evidence = self.lexical_weight * lexical + (1 - self.lexical_weight) * dense
+        ranking = evidence
+        if self.retrieval is not None:
+            if index.passages is None:
+                index.passages = self.retrieval.matrix(index.sentences, kind="passage")
+            sims = index.passages @ self.retrieval.matrix([question])[0]
+            w = self.retrieval_hangul_weight if hangul else self.retrieval_weight
+            ranking = evidence + w * sims
+        return index, self._shape(index, q, ranking), self._shape(index, q, evidence)
+
+    def _shape(self, index: _Index, q: Features, score: np.ndarray) -> np.ndarray:
+        n = len(index.sentences)
         if q.cues:
             score = score + self.type_weight * ((index.kinds & q.cues) > 0)
         score = score + self.recency_weight * np.arange(n) / max(1, n - 1)
@@ -413,7 +455,7 @@ class OfflineReader(OfflineChatModel):
         else:
             carried = score
         # a question restates a topic; it rarely holds the answer
-        return index, np.where(index.questions, carried * self.question_penalty, carried)
+        return np.where(index.questions, carried * self.question_penalty, carried)
 
     def _soft_shared(self, index: _Index, missing: list[tuple[str, float]]) -> np.ndarray:
         """Soft matches of question words the memory never uses ("vehicle" ~ "car").
@@ -470,11 +512,11 @@ class OfflineReader(OfflineChatModel):
         memory, question = split_prompt(prompt)
         if not features(question).terms or not split_sentences(memory):
             return ABSTAIN_REPLY
-        index, score = self.scores(memory, question)
+        index, score, evidence = self.scores(memory, question)
         threshold = self.threshold_hangul if is_hangul_text(question) else self.threshold
         order = np.lexsort((np.arange(len(score)), -score))
         best = float(score[order[0]])
-        if best < threshold:
+        if float(evidence.max()) < threshold:
             return ABSTAIN_REPLY
         chosen = [int(order[0])]
         cues = features(question).cues
@@ -506,4 +548,8 @@ class OfflineReader(OfflineChatModel):
             )
             if said:
                 reply += f" ({', '.join(said)})"
+            elif self.kind_rule:
+                return ABSTAIN_REPLY
+        if self.kind_rule and cues & NUMBER and not any(index.kinds[i] & NUMBER for i in chosen):
+            return ABSTAIN_REPLY
         return reply

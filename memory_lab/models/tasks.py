@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 TASK_TAG = "[memory-lab task: {name}]"
+KNOWN_FACTS = "Known facts:"
 TASKS = ("summarize", "extract", "importance")
 _TAG = re.compile(r"^\s*\[memory-lab task: ([a-z_]+)\]", re.M)
 
@@ -54,17 +56,45 @@ def summarize_prompt(transcript: str, previous: str = "", sentences: str = "3-5"
     )
 
 
-def extract_prompt(transcript: str, schema: dict[str, Any] | None = None) -> str:
-    """Ask for the facts and preferences in ``transcript`` as JSON matching ``schema``."""
+def extract_prompt(
+    transcript: str,
+    schema: dict[str, Any] | None = None,
+    known: Sequence[tuple[str, str]] = (),
+) -> str:
+    """Ask for the facts and preferences in ``transcript`` as JSON matching ``schema``.
+
+    ``known`` (key, value) pairs are facts already stored: the model is asked to reuse a key
+    when the conversation changes that fact, so the new value replaces the old one.
+    """
     schema = schema or FACTS_SCHEMA
+    stored = ""
+    if known:
+        lines = "\n".join(f"- {key}: {value}" for key, value in known)
+        stored = (
+            "When the conversation changes one of these stored facts, give the new value under "
+            f"the same key.\n{KNOWN_FACTS}\n{lines}\n\n"
+        )
     return (
         f"{TASK_TAG.format(name='extract')}\n"
         "Extract the durable facts and preferences the user states in the conversation below. "
         "Reply with JSON only, matching this JSON schema:\n"
         f"JSON schema: {json.dumps(schema, ensure_ascii=False)}\n\n"
+        f"{stored}"
         f"Conversation:\n{transcript}\n\n"
         "JSON:"
     )
+
+
+def known_facts(prompt: str) -> list[tuple[str, str]]:
+    """The (key, value) pairs listed under ``Known facts:`` in an extract prompt."""
+    if KNOWN_FACTS not in prompt:
+        return []
+    out = []
+    for line in section(prompt, KNOWN_FACTS, "\n\n").splitlines():
+        key, sep, value = line.strip().removeprefix("- ").partition(": ")
+        if sep and key.strip():
+            out.append((key.strip(), value.strip()))
+    return out
 
 
 def importance_prompt(text: str) -> str:

@@ -83,3 +83,28 @@ def test_a_custom_memory_runs_through_the_unchanged_runner(mini_dialogue, run_mo
         assert {r["memory"] for r in records} == {"last_user_line"}
     finally:
         unregister_memory("last_user_line")
+
+
+def test_a_memorys_preflight_fails_the_run_before_a_results_folder(tmp_path, capsys, monkeypatch):
+    """``preflight`` sees the parameters and the run's resources; its error is one line, exit 2."""
+    from memory_lab.memories.registry import add_memory, declare
+
+    seen = []
+
+    def check(params, resource):
+        seen.append((params, resource("queue")))
+        raise ValueError(f"queue at {resource('queue')} is closed for size={params['size']}")
+
+    def queued(res, size: int = 3):  # pragma: no cover - never built
+        return None
+
+    add_memory(declare("queued", queued, "needs a queue", preflight=check))
+    monkeypatch.setenv("MEMORY_LAB_QUEUE", "q-7")
+    try:
+        out = tmp_path / "never"
+        assert main(["run", "--memory", "queued:size=5", "--out", str(out), "--quiet"]) == 2
+    finally:
+        unregister_memory("queued")
+    assert seen == [({"size": 5}, "q-7")]
+    assert "queue at q-7 is closed for size=5" in capsys.readouterr().err
+    assert not out.exists()

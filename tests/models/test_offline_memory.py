@@ -44,6 +44,19 @@ def test_extract_task_returns_json_of_the_schema_with_preferences_marked():
     assert not any("Hi there" in v for v in values)
 
 
+def test_extract_reuses_the_key_of_a_known_fact_it_restates():
+    model = OfflineMemoryModel()
+    known = [("prefer_aisle_seats", "I prefer aisle seats on long flights."), ("cat", "Mochi")]
+    transcript = "Human: These days I prefer window seats on long flights.\nAI: Noted."
+    facts = parse_json_reply(str(model.invoke(extract_prompt(transcript, known=known)).content))
+    assert [(f["key"], f["kind"]) for f in facts["facts"]] == [
+        ("prefer_aisle_seats", "preference")
+    ]
+    other = "Human: I prefer green tea in the morning.\nAI: Nice."  # a different preference
+    facts = parse_json_reply(str(model.invoke(extract_prompt(other, known=known)).content))
+    assert [f["key"] for f in facts["facts"]] == ["prefer_green_tea"]
+
+
 def test_extract_fills_named_fields_of_a_profile_schema():
     schema = {
         "type": "object",

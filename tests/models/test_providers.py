@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -122,6 +123,8 @@ def test_missing_package_or_key_is_one_line(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(ProviderError, match="set OPENAI_API_KEY"):
         resolve_chat_model("openai:gpt-4o-mini", "reader")
+    # langchain-anthropic may be installed (langmem needs it): make it missing for this check
+    monkeypatch.setitem(sys.modules, "langchain_anthropic", None)
     with pytest.raises(ProviderError, match="pip install langchain-anthropic"):
         resolve_chat_model("anthropic:claude-x", "reader")
     with pytest.raises(ProviderError, match="unknown provider"):

@@ -1,0 +1,267 @@
+"""Where the LangGraph memories keep their state: checkpointers and Stores, per cell.
+
+``memory`` keeps it in the process (``InMemorySaver``, ``InMemoryStore``); ``sqlite`` in one
+database file per cell under the run folder (``SqliteSaver``), removed at close unless kept;
+``postgres`` on the server named by the run-wide resource ``postgres`` (``PostgresSaver``,
+``PostgresStore``), where a cell's threads and Store items are deleted at close unless kept. No
+Store on SQLite: ``SqliteStore``'s index loads the sqlite-vec extension, which many Python builds
+(this project's reference machine among them) cannot load. The URL is used, never written:
+errors name only its host, port and database.
+
+Checkpoints are written and read with a serializer pinned to the types these memories put in a
+thread (messages, plain values, langmem's ``RunningSummary``), so a reopened checkpointer loads
+them without LangGraph's "unregistered type" warning, and refuses any other type.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from langchain_core.embeddings import Embeddings
+
+from memory_lab.config import ConfigError
+from memory_lab.memories.protocol import MemoryResources
+
+BACKENDS = ("memory", "sqlite", "postgres")
+POSTGRES_RESOURCE = "postgres"
+SQLITE_FILE = "langgraph.sqlite"
+# the msgpack types a checkpoint of these memories may hold beyond LangGraph's safe list
+CHECKPOINT_TYPES = (("langmem.short_term.summarization", "RunningSummary"),)
+
+
+def checkpoint_serializer() -> Any:
+    """The serializer every checkpointer here uses: LangGraph's, with the allowlist pinned."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    return JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES)
+
+
+def describe_url(url: str) -> str:
+    """``host:port/database`` of a PostgreSQL URL: what errors may show (never the password)."""
+    parts = urlsplit(url)
+    host = parts.hostname or "localhost"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{host}{port}{parts.path or '/'}"
+
+
+def connect_postgres(url: str, memory: str) -> Any:
+    """An autocommit connection as the LangGraph Postgres classes want it; ConfigError if not."""
+    import psycopg
+    from psycopg.rows import dict_row
+
+    try:
+        return psycopg.connect(
+            url, autocommit=True, prepare_threshold=0, row_factory=dict_row, connect_timeout=5
+        )
+    except (psycopg.Error, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(
+            f"memory '{memory}': cannot reach PostgreSQL at {describe_url(url)} "
+            f"(resource '{POSTGRES_RESOURCE}'): {reason}"
+        ) from None
+
+
+def check_postgres(
+    resource: Callable[[str], str], memory: str, *, store: bool = False, vector: bool = False
+) -> None:
+    """Before a run: the server answers, the tables exist (created once, here), pgvector if asked.
+
+    Creating the tables here, in one process, keeps ``--jobs`` workers from racing to migrate.
+    """
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    url = resource(POSTGRES_RESOURCE)
+    with connect_postgres(url, memory) as conn:
+        PostgresSaver(conn).setup()
+        if not store:
+            return
+        if vector:
+            row = conn.execute(
+                "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+            ).fetchone()
+            if row is None:
+                raise ConfigError(
+                    f"memory '{memory}': the PostgreSQL server at {describe_url(url)} lacks the "
+                    "pgvector extension the Store's semantic index needs; install it there, or "
+                    "use search=recent"
+                )
+        _postgres_store(conn, None, vector).setup()
+
+
+def store_index(embeddings: Any) -> dict[str, Any] | None:
+    """The Store's semantic index over a fact's ``value``, embedded with ``embeddings``."""
+    if embeddings is None:
+        return None
+    return {"dims": EMBEDDING_DIMS, "embed": embeddings, "fields": [INDEXED_FIELD]}
+
+
+EMBEDDING_DIMS = 384  # multilingual-e5-small and all-MiniLM-L6-v2 (the bundled models)
+INDEXED_FIELD = "value"
+
+
+class StoreEmbeddings(Embeddings):
+    """The run's embeddings as a Store sees them: inside ``searching()``, texts are queries.
+
+    ``PostgresStore`` embeds a search's query with ``embed_documents`` (so does ``SqliteStore``:
+    langgraph issue #9007), ``InMemoryStore`` with ``embed_query``. For models with query and
+    passage prefixes (e5) the two rank differently, so a backend would change the figures; the
+    memory searches inside ``searching()`` and every backend embeds the query as a query.
+    """
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.queries = False
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if self.queries:
+            return [self.inner.embed_query(t) for t in texts]
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+    @contextmanager
+    def searching(self) -> Iterator[None]:
+        self.queries = True
+        try:
+            yield
+        finally:
+            self.queries = False
+
+
+def _postgres_store(conn: Any, embeddings: Any, vector: bool) -> Any:
+    """A PostgresStore whose semantic search is exact (see ``Persistence.searching``)."""
+    from langgraph.store.postgres import PostgresStore
+
+    index = None
+    if vector:
+        index = {**store_index(embeddings or _no_embeddings), "ann_index_config": {"kind": "flat"}}
+    return PostgresStore(conn, index=index)
+
+
+def _no_embeddings(texts: list[str]) -> list[list[float]]:
+    """Stands in for embeddings where a Store is set up by a preflight, never searched."""
+    raise RuntimeError("no embeddings while checking the server")
+
+
+class Persistence:
+    """One cell's checkpointer (and Store, when asked): opened by backend, released at close.
+
+    ``forget(thread_ids, namespaces)`` deletes what the cell wrote from a shared server unless
+    ``keep``; ``close()`` releases connections and removes the cell's SQLite file unless
+    ``keep``.
+    """
+
+    def __init__(
+        self,
+        backend: str,
+        res: MemoryResources,
+        *,
+        keep: bool = False,
+        store: bool = False,
+        embeddings: Any = None,
+    ):
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        self.backend = backend
+        self.keep = keep
+        self.path: Path | None = None
+        self._conn: Any = None
+        self._own_dir: Path | None = None
+        self.store: Any = None
+        serde = checkpoint_serializer()
+        self.embeddings = StoreEmbeddings(embeddings) if embeddings is not None else None
+        index = store_index(self.embeddings)
+        if backend == "memory":
+            self.checkpointer: Any = InMemorySaver(serde=serde)
+            if store:
+                from langgraph.store.memory import InMemoryStore
+
+                self.store = InMemoryStore(index=index)
+        elif backend == "sqlite":
+            from langgraph.checkpoint.sqlite import SqliteSaver
+
+            self.path = self._sqlite_path(res)
+            self._conn = sqlite3.connect(self.path, check_same_thread=False)
+            self.checkpointer = SqliteSaver(self._conn, serde=serde)
+            self.checkpointer.setup()
+            if store:
+                raise ValueError("no Store on SQLite here (its index needs sqlite-vec loaded)")
+        elif backend == "postgres":
+            from langgraph.checkpoint.postgres import PostgresSaver
+
+            self._conn = connect_postgres(res.resource(POSTGRES_RESOURCE), res.memory_name)
+            self.checkpointer = PostgresSaver(self._conn, serde=serde)
+            self.checkpointer.setup()  # a no-op after the run's preflight
+            if store:
+                self.store = _postgres_store(self._conn, self.embeddings, embeddings is not None)
+                self.store.setup()
+        else:
+            raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+
+    def _sqlite_path(self, res: MemoryResources) -> Path:
+        if res.cell_dir is not None:
+            folder = Path(res.cell_dir)
+            folder.mkdir(parents=True, exist_ok=True)
+        else:  # no run folder (the inspector, a notebook): a private temporary one
+            folder = self._own_dir = Path(tempfile.mkdtemp(prefix="memory-lab-lg-"))
+        return folder / SQLITE_FILE
+
+    @contextmanager
+    def searching(self) -> Iterator[None]:
+        """Around a Store search: the query embedded as a query, the search exact everywhere.
+
+        On PostgreSQL an HNSW index (the Store's default, or one another application made on the
+        same database) is searched first and filtered by namespace after, which returns fewer
+        than ``k`` hits when other users' vectors crowd the candidates, and different hits
+        depending on what else the table holds. The Store here makes no ANN index, and its
+        searches run with index scans off on the cell's own connection: exact, like in memory.
+        """
+        if self.embeddings is None:
+            yield
+            return
+        with self.embeddings.searching():
+            if self.backend != "postgres":
+                yield
+                return
+            self._conn.execute("SET enable_indexscan = off")
+            try:
+                yield
+            finally:
+                self._conn.execute("RESET enable_indexscan")
+
+    def forget(self, thread_ids: list[str], namespaces: list[tuple[str, ...]] = ()) -> None:
+        """Delete the cell's threads and Store namespaces from a server (unless ``keep``)."""
+        if self.keep or self.backend != "postgres" or self._conn is None:
+            return
+        for thread_id in thread_ids:
+            self.checkpointer.delete_thread(thread_id)
+        if self.store is not None:
+            for prefix in namespaces:
+                while items := self.store.search(prefix, limit=1000):
+                    for item in items:
+                        self.store.delete(item.namespace, item.key)
+
+    def close(self) -> None:
+        """Release connections; remove the SQLite file (and a private folder) unless ``keep``."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self.keep or self.path is None:
+            return
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        if self._own_dir is not None:
+            shutil.rmtree(self._own_dir, ignore_errors=True)
+        else:
+            try:
+                self.path.parent.rmdir()  # the cell's folder, when nothing else is in it
+            except OSError:
+                pass
