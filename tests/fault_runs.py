@@ -19,6 +19,7 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -210,9 +211,9 @@ def serve() -> None:
     offline_reader._en_stopwords()  # imports scikit-learn
     count_tokens("warm")  # loads the tokenizer
     requests, replies = sys.stdin, sys.stdout
+    err = Path(tempfile.gettempdir()) / f"fault-run-{os.getpid()}.err"
     for line in requests:
         request = json.loads(line)
-        err = Path(os.environ.get("TMPDIR", "/tmp")) / f"fault-run-{os.getpid()}.err"
         started = time.monotonic()
         pid = os.fork()
         if pid == 0:  # the run: its own session and process group, like a shell's command
@@ -241,6 +242,7 @@ def serve() -> None:
         result = {"code": code, "stderr": err.read_text("utf-8"), "seconds": seconds}
         replies.write(json.dumps({**result, "orphans": orphans}) + "\n")
         replies.flush()
+    err.unlink(missing_ok=True)
 
 
 def record_key(record: dict) -> tuple:
