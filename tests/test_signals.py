@@ -8,6 +8,7 @@ while cells are running and completed cells wait to be kept.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -43,16 +44,32 @@ def reference(tmp_path_factory):
     return dialogues, out
 
 
-def start(argv: list[str], hang_at: int) -> subprocess.Popen:
-    env = {**os.environ, "MEMORY_LAB_FAULT": f"record:{hang_at}:hang", "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "memory_lab.cli", *argv],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
+@pytest.fixture
+def start():
+    """Start the CLI in a session of its own, held at its N-th record; whatever the test
+    asserts, nothing of the run's process group outlives the test."""
+    started = []
+
+    def start(argv: list[str], hang_at: int) -> subprocess.Popen:
+        fault = f"record:{hang_at}:hang"
+        env = {**os.environ, "MEMORY_LAB_FAULT": fault, "PYTHONPATH": str(ROOT)}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memory_lab.cli", *argv],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if wait_for_empty_group(proc.pid, 0):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
 
 
 def wait_until(condition, proc: subprocess.Popen, seconds: float = 120) -> None:
@@ -94,7 +111,7 @@ def assert_resumes_to_the_reference(out: Path, reference: Path, monkeypatch) -> 
 
 
 def test_ctrl_c_stops_a_jobs_run_at_once_keeps_its_cells_and_resume_completes_it(
-    reference, tmp_path, monkeypatch
+    reference, start, tmp_path, monkeypatch
 ):
     dialogues, ref = reference
     out = tmp_path / "run"
@@ -115,7 +132,7 @@ def test_ctrl_c_stops_a_jobs_run_at_once_keeps_its_cells_and_resume_completes_it
 
 
 def test_kill_9_of_the_driver_takes_its_workers_with_it_and_resume_works(
-    reference, tmp_path, monkeypatch
+    reference, start, tmp_path, monkeypatch
 ):
     dialogues, ref = reference
     out = tmp_path / "run"
@@ -128,7 +145,9 @@ def test_kill_9_of_the_driver_takes_its_workers_with_it_and_resume_works(
     assert_resumes_to_the_reference(out, ref, monkeypatch)
 
 
-def test_sigterm_stops_a_concurrency_run_and_resume_completes_it(reference, tmp_path, monkeypatch):
+def test_sigterm_stops_a_concurrency_run_and_resume_completes_it(
+    reference, start, tmp_path, monkeypatch
+):
     dialogues, ref = reference
     out = tmp_path / "run"
     # one thread stalls at the run's 12th record; the others finish their cells
