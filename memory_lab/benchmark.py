@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import sys
 import uuid
-from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
@@ -25,6 +26,7 @@ from tqdm import tqdm
 from memory_lab.accounting import load_prices, price_dict
 from memory_lab.config import ConfigError, RunConfig
 from memory_lab.dialogue import Dialogue
+from memory_lab.executors import CellOutcome, CellTask, choose_executor
 from memory_lab.memories.registry import (
     MemorySpec,
     factory_for,
@@ -36,13 +38,20 @@ from memory_lab.memories.registry import (
 from memory_lab.models import EMBEDDING_MODEL_NAME, TOKENIZER_NAME, model_name, model_params
 from memory_lab.models.embeddings import embedding_model_name, offline_embedding_model
 from memory_lab.models.providers import check_provider
-from memory_lab.parallel import CellOutcome, run_cell, run_cells_parallel, run_cells_threaded
 from memory_lab.prompt import TEMPLATE
+from memory_lab.record_log import (
+    PARTS_DIR,
+    RecordLog,
+    cell_key,
+    commit_in_order,
+    dump_record,
+    ended_cells,
+    prepare_parts,
+)
 from memory_lab.results import (
     CATEGORY_SUMMARY_FILE,
     RECORDS_FILE,
     SUMMARY_FILE,
-    RecordWriter,
     read_records,
     read_results,
     summarize,
@@ -289,13 +298,18 @@ def run_benchmark(
         "python": sys.version.split()[0],
         "platform": platform.platform(),
     }
+    models = RunModels.create(
+        effective, cache_dir=cache_dir, resources=resources, work_dir=str(Path(out).resolve())
+    )
     folder = prepare_out_dir(out)
     write_run_info(folder, info)
-    models = RunModels.create(
-        effective, cache_dir=cache_dir, resources=resources, work_dir=str(folder.resolve())
-    )
+    return _execute(folder, info, grid(memories, dialogues), models, progress)
+
+
+def grid(memories: list[MemorySpec], dialogues: list[Dialogue]) -> list[CellTask]:
+    """Every (memory, dialogue) cell of a run, indexed in the same order on every resume."""
     cells = [(m, d) for m in memories for d in dialogues]
-    return _execute(folder, info, cells, models, progress)
+    return [CellTask(i, m, d) for i, (m, d) in enumerate(cells)]
 
 
 def read_run_info(folder: Path) -> dict[str, Any]:
@@ -327,11 +341,12 @@ def resume_benchmark(
 ) -> RunOutcome:
     """Continue an interrupted run in ``out``: finished cells are kept, the rest are redone.
 
-    Records of cells that did not finish (or failed) are removed first, so nothing is lost or
-    duplicated. Memories are rebuilt from their recorded parameters (never today's defaults),
-    dialogues from their recorded absolute sources (checked against their content hashes), and
-    models from the recorded config; only ``jobs``/``concurrency`` may change, and
-    ``resources`` must be given again (they are never written).
+    Records of cells that did not finish (or failed) are removed first and complete parts of
+    unfinished cells are adopted, so nothing is lost or duplicated (``record_log.py``).
+    Memories are rebuilt from their recorded parameters (never today's defaults), dialogues
+    from their recorded absolute sources (checked against their content hashes), and models
+    from the recorded config; only ``jobs``/``concurrency`` may change, and ``resources``
+    must be given again (they are never written).
     """
     folder = Path(out)
     info = read_run_info(folder)
@@ -359,23 +374,21 @@ def resume_benchmark(
             "--resource NAME=VALUE (they are never written to run.json)"
         )
     preflight_memories(memories, resources)
+    # each cell's first block closed by an ok cell record is kept; a block cut short by a kill,
+    # a failed cell and any second copy are dropped (record_log.py describes the protocol)
     records = read_records(folder) if (folder / RECORDS_FILE).exists() else []
-    done = {
-        (r["memory"], r["dialogue"]) for r in records if r["type"] == "cell" and r["status"] == "ok"
-    }
-    keep = [r for r in records if (r["memory"], r["dialogue"]) in done]
+    keep = ended_cells(records, statuses=("ok",))
+    done = {cell_key(r) for r in keep if r["type"] == "cell"}
     tmp = folder / (RECORDS_FILE + ".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        for r in keep:
-            fh.write(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n")
+        fh.writelines(dump_record(r) for r in keep)
+        fh.flush()
+        os.fsync(fh.fileno())
     tmp.replace(folder / RECORDS_FILE)
-    cells = [(m, d) for m in memories for d in dialogues if (m.label, d.id) not in done]
-    info.setdefault("resumed", []).append(
-        {"at": datetime.now(UTC).isoformat(), "cells_kept": len(done), "cells_redone": len(cells)}
-    )
+    cells = [c for c in grid(memories, dialogues) if (c.spec.label, c.dialogue.id) not in done]
+    resumed = {"at": datetime.now(UTC).isoformat(), "cells_kept": len(done)}
+    info.setdefault("resumed", []).append(resumed)
     info.pop("errors", None)
-    if progress:
-        print(f"resuming {folder}: {len(done)} cell(s) kept, {len(cells)} to run", file=sys.stderr)
     effective = config.offline_stand_ins() if config.dry_run else config
     models = RunModels.create(
         effective,
@@ -383,88 +396,90 @@ def resume_benchmark(
         resources=resources,
         work_dir=str(folder.resolve()),
     )
-    return _execute(folder, info, cells, models, progress)
+    return _execute(folder, info, cells, models, progress, resumed)
 
 
 def _execute(
     folder: Path,
     info: dict,
-    cells: list[tuple[MemorySpec, Dialogue]],
+    cells: list[CellTask],
     models: RunModels,
     progress: bool,
+    resumed: dict[str, Any] | None = None,
 ) -> RunOutcome:
-    """Run ``cells`` appending to the folder's records, then write the summaries."""
-    jobs, concurrency = models.config.jobs, models.config.concurrency
-    cap = max(1, len(cells))
-    if jobs > 1:  # one process per core is the most that helps a CPU-bound run
-        limit = min(cap, os.cpu_count() or 1)
-        if jobs > limit:
-            print(f"note: --jobs {jobs} clamped to {limit} (cells, cores)", file=sys.stderr)
-            jobs = max(1, limit)
-    if concurrency > cap:
-        print(f"note: --concurrency {concurrency} clamped to {cap} (cells)", file=sys.stderr)
-        concurrency = cap
-    info["status"] = "running"
-    write_run_info(folder, info)
-    writer = RecordWriter(folder / RECORDS_FILE)
-    failed = 0
-    finished = False
-    sizes = [len(exchanges(d)) for _, d in cells]
-    bar = tqdm(total=sum(sizes), unit="turn", disable=not progress, dynamic_ncols=True)
+    """Run ``cells``, appending their records; run.json says how the run ended."""
+    failed = None
     try:
-        if jobs > 1:
-            bar.set_description(f"{len(cells)} cells on {jobs} processes")
-            outcomes = run_cells_parallel(
-                cells,
-                models,
-                jobs,
-                folder / "parts",
-                writer.write,
-                on_cell=lambda i: bar.update(sizes[i]),
-            )
-        elif concurrency > 1:
-            bar.set_description(f"{len(cells)} cells, {concurrency} at a time")
-            outcomes = run_cells_threaded(
-                cells,
-                models,
-                concurrency,
-                folder / "parts",
-                writer.write,
-                on_cell=lambda i: bar.update(sizes[i]),
-            )
-        else:
-
-            def sequential() -> Iterator[CellOutcome]:
-                for n, (spec, dialogue) in enumerate(cells, 1):
-                    bar.set_description(f"cell {n}/{len(cells)} {spec.label} × {dialogue.id}")
-                    yield run_cell(spec, dialogue, models, writer.write, lambda: bar.update(1))
-
-            outcomes = sequential()
-        for outcome in outcomes:
-            record = outcome.record
-            if record["status"] != "ok":
-                failed += 1
-                tqdm.write(
-                    f"cell {record['memory']} × {record['dialogue']} failed: {record['error']}",
-                    file=sys.stderr,
-                )
-                info.setdefault("errors", []).append(
-                    {
-                        "memory": record["memory"],
-                        "dialogue": record["dialogue"],
-                        "traceback": outcome.traceback,
-                    }
-                )
-        finished = True
-    finally:
-        bar.close()
-        writer.close()
+        failed = _run_cells(folder, info, cells, models, progress, resumed)
+    finally:  # an interrupt (Ctrl-C, SIGTERM) or an error leaves the run resumable
         info["finished"] = datetime.now(UTC).isoformat()
-        info["status"] = "interrupted" if not finished else "failed" if failed else "complete"
-        info["failed_cells"] = failed
+        status = "interrupted" if failed is None else "failed" if failed else "complete"
+        info.update(status=status, failed_cells=failed or 0)
         write_run_info(folder, info)
     results = read_results(folder)
     summary = summarize(results)
     summary.to_csv(folder / SUMMARY_FILE, index=False)
     summarize_by_category(results).to_csv(folder / CATEGORY_SUMMARY_FILE, index=False)
     return RunOutcome(folder, summary, failed)
+
+
+def _run_cells(
+    folder: Path,
+    info: dict,
+    cells: list[CellTask],
+    models: RunModels,
+    progress: bool,
+    resumed: dict[str, Any] | None,
+) -> int:
+    """Adopt complete parts left by an interrupted run, run the other cells and append every
+    cell's records in cell order (``record_log.py``). Returns the number of failed cells."""
+    parts_dir = folder / PARTS_DIR
+    adopted = prepare_parts(parts_dir, {c.index: (c.spec.label, c.dialogue.id) for c in cells})
+    to_run = [c for c in cells if c.index not in adopted]
+    if resumed is not None:
+        resumed.update(cells_adopted=len(adopted), cells_redone=len(to_run))
+        if progress:
+            print(
+                f"resuming {folder}: {resumed['cells_kept']} cell(s) kept, "
+                f"{len(adopted)} adopted from parts, {len(to_run)} to run",
+                file=sys.stderr,
+            )
+    executor = choose_executor(models, len(to_run), parts_dir, uuid.uuid4().hex[:12])
+    info["status"] = "running"
+    write_run_info(folder, info)
+    failed = 0
+    sizes = {c.index: len(exchanges(c.dialogue)) for c in cells}
+    seen = dict.fromkeys(sizes, 0)
+    bar = tqdm(total=sum(sizes.values()), unit="turn", disable=not progress, dynamic_ncols=True)
+    bar.set_description(executor.description)
+
+    def on_exchange(index: int) -> None:
+        seen[index] += 1
+        bar.update(1)
+
+    ready = {i: CellOutcome(i, record, None) for i, record in adopted.items()}
+    log = RecordLog(folder / RECORDS_FILE)
+    try:
+        with closing(executor.run(to_run, on_exchange)) as outcomes:
+            order = [c.index for c in cells]
+            for outcome in commit_in_order(outcomes, order, ready, parts_dir, log):
+                bar.update(sizes[outcome.index] - seen[outcome.index])
+                record = outcome.record
+                if record["status"] != "ok":
+                    failed += 1
+                    tqdm.write(
+                        f"cell {record['memory']} × {record['dialogue']} failed: {record['error']}",
+                        file=sys.stderr,
+                    )
+                    info.setdefault("errors", []).append(
+                        {
+                            "memory": record["memory"],
+                            "dialogue": record["dialogue"],
+                            "traceback": outcome.traceback,
+                        }
+                    )
+    finally:
+        bar.close()
+        log.close()
+    shutil.rmtree(parts_dir, ignore_errors=True)  # complete: every part was appended
+    return failed

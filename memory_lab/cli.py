@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import shlex
+import signal
 import sys
+import threading
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from memory_lab.config import RunConfig
 from memory_lab.dialogue import DialogueError
@@ -118,6 +122,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     dialogues = load_dialogues(*args.dialogues)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     out = args.out or Path("results") / (f"dryrun-{stamp}" if args.dry_run else f"run-{stamp}")
+    args.out = out  # for the resume hint if the run is interrupted
     outcome = run_benchmark(
         memories,
         dialogues,
@@ -359,12 +364,11 @@ def main(argv: list[str] | None = None) -> int:
     environment (one line naming the file or option), 130 interrupted. ``--debug`` shows the
     traceback instead of the one line."""
     args = build_parser().parse_args(argv)
+    previous = _stop_on_sigterm()
     try:
         return args.func(args)
     except KeyboardInterrupt:
-        where = getattr(args, "out", None) or getattr(args, "resume", None)
-        hint = f"; continue with: memory-lab run --resume {where}" if where else ""
-        print(f"memory-lab: interrupted{hint}", file=sys.stderr)
+        print(f"memory-lab: {_interrupted(args)}", file=sys.stderr)
         return 130
     except DialogueError as exc:
         if args.debug:
@@ -374,7 +378,37 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"memory-lab: error: {_one_line(exc)}", file=sys.stderr)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return 2
+
+
+def _stop_on_sigterm() -> Any:
+    """SIGTERM stops a run like Ctrl-C (workers stopped, completed cells kept, exit 130).
+
+    Returns the handler it replaced (None off the main thread, where none can be set).
+    """
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, interrupt)
+
+
+def _interrupted(args: argparse.Namespace) -> str:
+    """The one line printed on Ctrl-C or SIGTERM: how to resume, when there is a run to resume."""
+    if args.command != "run":
+        return "interrupted"
+    where = args.resume or args.out
+    if where is None or not (Path(where) / "run.json").exists():
+        return "interrupted before the run started"
+    return (
+        "interrupted; completed cells are kept; continue with: "
+        f"memory-lab run --resume {shlex.quote(str(where))}"
+    )
 
 
 def _one_line(exc: BaseException) -> str:

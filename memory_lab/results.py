@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from memory_lab.accounting import Price
+from memory_lab.record_log import ended_cells
 from memory_lab.records import RECORD_TYPES
 from memory_lab.scoring import wilson_interval
 
@@ -23,24 +23,6 @@ RUN_FILE = "run.json"
 RECORDS_FILE = "records.jsonl"
 SUMMARY_FILE = "summary.csv"
 CATEGORY_SUMMARY_FILE = "summary_by_category.csv"
-
-
-class RecordWriter:
-    """Appends one JSON line per record and flushes it to disk at once."""
-
-    def __init__(self, path: Path, fresh: bool = False):
-        self.path = path
-        # a part file starts empty; records.jsonl is appended to
-        self._fh = open(path, "w" if fresh else "a", encoding="utf-8")  # noqa: SIM115
-
-    def write(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
-        self._fh.flush()
-
-    def close(self) -> None:
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        self._fh.close()
 
 
 def write_run_info(folder: Path, info: dict[str, Any]) -> None:
@@ -69,14 +51,14 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     if not file.exists():
         raise FileNotFoundError(f"{path}: no {RECORDS_FILE}; is this a memory-lab results folder?")
     records = []
-    lines = file.read_text("utf-8").splitlines()
+    lines = file.read_bytes().split(b"\n")
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            if n == len(lines):
+            records.append(json.loads(line.decode("utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            if n == len(lines):  # cut short, maybe inside a character: the kill's last write
                 break
             raise ValueError(f"{file}: line {n} is not valid JSON: {exc}") from exc
     return records
@@ -92,7 +74,7 @@ def read_results(path: str | Path) -> Results:
     folder = Path(path)
     run_file = folder / RUN_FILE
     run = json.loads(run_file.read_text("utf-8")) if run_file.exists() else {}
-    records = read_records(folder)
+    records = ended_cells(read_records(folder))  # a cell cut short by a kill is not shown
     params = _memory_params(run)
     frames = {}
     for kind, record_type in RECORD_TYPES.items():

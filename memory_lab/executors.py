@@ -1,0 +1,412 @@
+"""Who runs the cells: this process, threads (``--concurrency``) or processes (``--jobs``).
+
+Every executor runs ``run_cell_to_part`` for each cell, so a cell's records go to its own part
+file (``record_log`` owns the files and the exactly-once protocol), and yields each
+``CellOutcome`` as its cell ends, in any order; the driver appends parts in cell order.
+Closing the iterator (Ctrl-C, SIGTERM, an error in the driver) cancels queued cells and stops
+running ones promptly: worker processes are terminated, threads stop at their next exchange.
+Worker processes ignore Ctrl-C (the driver stops them) and die with the driver, even when it is
+killed with SIGKILL. ``choose_executor`` is the one place that picks an executor; another (a
+cluster on a shared filesystem, say) implements ``run`` alike and reuses the part files.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any, Protocol
+
+from memory_lab.config import RunConfig
+from memory_lab.dialogue import Dialogue
+from memory_lab.faults import set_driver
+from memory_lab.memories.registry import MemorySpec
+from memory_lab.models.embeddings import limit_torch_threads
+from memory_lab.record_log import PartWriter
+from memory_lab.records import CellRecord
+from memory_lab.runner import RunModels, replay_dialogue
+
+OnExchange = Callable[[int], None]  # called with the cell index after each exchange
+
+
+@dataclass(frozen=True)
+class CellTask:
+    """One (memory, dialogue) cell; ``index``, its place in the run's grid, names its part."""
+
+    index: int
+    spec: MemorySpec
+    dialogue: Dialogue
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    """How one cell ended; ``record`` is its closing ``cell`` record."""
+
+    index: int
+    record: dict[str, Any]
+    traceback: str | None
+
+
+class CellCancelled(BaseException):
+    """Raised in a cell between exchanges when the run is stopping; never recorded."""
+
+
+def run_cell(
+    spec: MemorySpec,
+    dialogue: Dialogue,
+    models: RunModels,
+    write: Callable[[dict[str, Any]], None],
+    on_exchange: Callable[[], None] | None = None,
+) -> tuple[dict[str, Any], str | None]:
+    """Replay one cell and write its closing record; an exception is recorded, never raised."""
+    started = time.perf_counter()
+    status, error, tb = "ok", None, None
+    try:
+        replay_dialogue(spec, dialogue, models, write, on_exchange=on_exchange)
+    except Exception as exc:  # noqa: BLE001 - a failed cell is recorded, the run goes on
+        status, error, tb = "failed", f"{type(exc).__name__}: {exc}", traceback.format_exc()
+    record = CellRecord(
+        memory=spec.label,
+        memory_name=spec.name,
+        dialogue=dialogue.id,
+        status=status,
+        error=error,
+        seconds=time.perf_counter() - started,
+    ).to_dict()
+    write(record)
+    return record, tb
+
+
+def run_cell_to_part(
+    task: CellTask,
+    models: RunModels,
+    parts_dir: Path,
+    attempt: str,
+    on_exchange: Callable[[], None] | None = None,
+) -> CellOutcome:
+    """Run a cell into its part file and complete the part; a cancelled cell leaves none."""
+    writer = PartWriter(parts_dir, task.index, attempt)
+    try:
+        record, tb = run_cell(task.spec, task.dialogue, models, writer.write, on_exchange)
+    except BaseException:
+        writer.discard()
+        raise
+    writer.finish()
+    return CellOutcome(task.index, record, tb)
+
+
+def record_failure(
+    task: CellTask, parts_dir: Path, attempt: str, error: str, tb: str | None = None
+) -> CellOutcome:
+    """A cell that could not run at all: a complete part holding only its failed cell record."""
+    record = CellRecord(
+        memory=task.spec.label,
+        memory_name=task.spec.name,
+        dialogue=task.dialogue.id,
+        status="failed",
+        error=error,
+        seconds=0.0,
+    ).to_dict()
+    writer = PartWriter(parts_dir, task.index, attempt)
+    writer.write(record)
+    writer.finish()
+    return CellOutcome(task.index, record, tb)
+
+
+class Executor(Protocol):
+    description: str
+
+    def run(self, tasks: list[CellTask], on_exchange: OnExchange) -> Iterator[CellOutcome]:
+        """Run every task; yield outcomes as cells end. Closing stops the rest promptly."""
+        ...
+
+
+@dataclass
+class InProcess:
+    """One cell after another in this process (Ctrl-C interrupts the cell where it is)."""
+
+    models: RunModels
+    parts_dir: Path
+    attempt: str
+    description: str = ""
+
+    def run(self, tasks: list[CellTask], on_exchange: OnExchange) -> Iterator[CellOutcome]:
+        for task in tasks:
+            yield run_cell_to_part(
+                task, self.models, self.parts_dir, self.attempt, lambda i=task.index: on_exchange(i)
+            )
+
+
+@dataclass
+class Threads:
+    """``concurrency`` cells at a time in threads (API-bound runs waiting on providers).
+
+    The threads are daemons: when the run stops, queued cells never start, running ones stop
+    after their current exchange, and a provider call that hangs cannot hold up the exit.
+    """
+
+    models: RunModels
+    parts_dir: Path
+    attempt: str
+    concurrency: int
+    description: str = ""
+
+    def run(self, tasks: list[CellTask], on_exchange: OnExchange) -> Iterator[CellOutcome]:
+        stop = threading.Event()
+        todo: queue.SimpleQueue[CellTask] = queue.SimpleQueue()
+        ended: queue.SimpleQueue[CellOutcome | BaseException] = queue.SimpleQueue()
+        for task in tasks:
+            todo.put(task)
+
+        def between_exchanges() -> None:
+            if stop.is_set():
+                raise CellCancelled
+
+        def work() -> None:
+            while not stop.is_set():
+                try:
+                    task = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    ended.put(
+                        run_cell_to_part(
+                            task, self.models, self.parts_dir, self.attempt, between_exchanges
+                        )
+                    )
+                except CellCancelled:
+                    return
+                except BaseException as exc:  # noqa: BLE001 - e.g. a part that cannot be written
+                    ended.put(exc)
+                    return
+
+        for n in range(min(self.concurrency, len(tasks))):
+            threading.Thread(target=work, name=f"memory-lab-cell-{n}", daemon=True).start()
+        try:
+            for _ in tasks:
+                while True:
+                    try:
+                        outcome = ended.get(timeout=0.5)
+                        break
+                    except queue.Empty:
+                        continue
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                yield outcome
+        finally:
+            stop.set()
+
+
+@dataclass
+class _Worker:
+    process: Any
+    conn: Connection
+    task: CellTask | None = None
+
+
+@dataclass
+class Processes:
+    """``jobs`` worker processes, one cell at a time each (CPU-bound runs).
+
+    Workers rebuild the run's models from its config (resources are handed over in memory,
+    never written); memories named ``module:factory`` are imported there by their spec's
+    source. A worker that dies mid-cell (killed, out of memory) fails that cell, recorded like
+    any failed cell, and is replaced.
+    """
+
+    models: RunModels
+    parts_dir: Path
+    attempt: str
+    jobs: int
+    description: str = ""
+
+    def run(self, tasks: list[CellTask], on_exchange: OnExchange) -> Iterator[CellOutcome]:
+        queue = deque(tasks)
+        workers: list[_Worker] = []
+        finished = False
+        try:
+            for _ in range(min(self.jobs, len(queue))):
+                workers.append(self._start())
+                self._give(workers[-1], queue)
+            while busy := [n for n, w in enumerate(workers) if w.task is not None]:
+                ready = wait(
+                    [workers[n].conn for n in busy] + [workers[n].process.sentinel for n in busy]
+                )
+                for n in busy:
+                    worker = workers[n]
+                    if worker.conn not in ready and worker.process.sentinel not in ready:
+                        continue
+                    outcome = self._collect(worker)
+                    if queue and not worker.process.is_alive():  # a fresh one takes its place
+                        worker.conn.close()
+                        workers[n] = worker = self._start()
+                    self._give(worker, queue)  # before the driver commits: no idle wait
+                    yield outcome
+            finished = True
+        finally:
+            _stop(workers, graceful=finished)
+
+    def _start(self) -> _Worker:
+        ctx = multiprocessing.get_context("spawn")  # a forked child would inherit torch threads
+        runtime = {
+            "config": self.models.config.to_json(),
+            "cache_dir": self.models.cache_dir,
+            "resources": dict(self.models.resources),
+            "work_dir": self.models.work_dir,
+        }
+        threads = max(1, (os.cpu_count() or 1) // self.jobs)
+        conn, child_conn = ctx.Pipe()
+        process = ctx.Process(
+            target=_worker_main,
+            args=(child_conn, runtime, threads, os.getpid()),
+            name="memory-lab-worker",
+            daemon=True,
+        )
+        with _sigint_ignored():  # the worker starts ignoring Ctrl-C: the driver stops it
+            process.start()
+        child_conn.close()
+        return _Worker(process, conn)
+
+    def _give(self, worker: _Worker, queue: deque[CellTask]) -> None:
+        if queue:
+            worker.task = queue.popleft()
+            try:
+                worker.conn.send((worker.task, str(self.parts_dir), self.attempt))
+            except OSError:  # it died just now: the sentinel reports it and the cell fails
+                pass
+
+    def _collect(self, worker: _Worker) -> CellOutcome:
+        """The worker's outcome, or a failed cell if it died without sending one."""
+        task, worker.task = worker.task, None
+        assert task is not None
+        try:
+            if worker.conn.poll():
+                return worker.conn.recv()
+        except (EOFError, OSError):
+            pass
+        worker.process.join(5)
+        code = worker.process.exitcode
+        how = f"killed by {signal.Signals(-code).name}" if code and code < 0 else f"exit {code}"
+        (self.parts_dir / f"cell-{task.index:05d}.{self.attempt}.partial").unlink(missing_ok=True)
+        return record_failure(
+            task, self.parts_dir, self.attempt + "-lost", f"worker process died ({how})"
+        )
+
+
+def _stop(workers: list[_Worker], graceful: bool) -> None:
+    """End the workers: asked to leave after a complete run, terminated otherwise."""
+    for worker in workers:
+        try:
+            if graceful:
+                worker.conn.send(None)
+            else:
+                worker.process.terminate()
+        except (OSError, ValueError):
+            pass
+    deadline = time.monotonic() + (30 if graceful else 3)
+    for worker in workers:
+        worker.process.join(max(0.0, deadline - time.monotonic()))
+        if worker.process.is_alive():
+            worker.process.kill()
+            worker.process.join(1)
+        worker.conn.close()
+
+
+@contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore SIGINT while a child starts, so it starts ignoring it too (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def watch_parent(parent: int) -> None:
+    """Exit when ``parent`` dies, even by SIGKILL: the kernel's parent-death signal on Linux,
+    and everywhere a thread that notices the process being re-parented."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            pr_set_pdeathsig = 1
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # it died before the watch began
+        os._exit(1)
+
+    def poll() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=poll, name="memory-lab-parent-watch", daemon=True).start()
+
+
+def _worker_main(conn: Connection, runtime: dict[str, Any], threads: int, driver: int) -> None:
+    """A worker process: cells in, outcomes out, until the driver says stop or goes away."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    watch_parent(driver)
+    set_driver(driver)
+    models, error = None, None
+    try:
+        limit_torch_threads(threads)  # jobs x threads stays within the machine's cores
+        models = RunModels.create(
+            RunConfig.from_json(runtime["config"]),
+            cache_dir=runtime["cache_dir"],
+            resources=runtime["resources"],
+            work_dir=runtime["work_dir"],
+        )
+    except Exception as exc:  # noqa: BLE001 - every cell it is given fails with this error
+        error = (f"worker could not start: {type(exc).__name__}: {exc}", traceback.format_exc())
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        task, parts_dir, attempt = message
+        if models is None:
+            outcome = record_failure(task, Path(parts_dir), attempt, *error)
+        else:
+            outcome = run_cell_to_part(task, models, Path(parts_dir), attempt)
+        conn.send(outcome)
+
+
+def choose_executor(
+    models: RunModels, cells: int, parts_dir: Path, attempt: str
+) -> InProcess | Threads | Processes:
+    """The executor the run's config asks for, ``--jobs`` and ``--concurrency`` clamped."""
+    jobs, concurrency = models.config.jobs, models.config.concurrency
+    cap = max(1, cells)
+    if jobs > 1:  # one process per core is the most that helps a CPU-bound run
+        limit = min(cap, os.cpu_count() or 1)
+        if jobs > limit:
+            print(f"note: --jobs {jobs} clamped to {limit} (cells, cores)", file=sys.stderr)
+            jobs = max(1, limit)
+    if concurrency > cap:
+        print(f"note: --concurrency {concurrency} clamped to {cap} (cells)", file=sys.stderr)
+        concurrency = cap
+    if jobs > 1:
+        return Processes(models, parts_dir, attempt, jobs, f"{cells} cells on {jobs} processes")
+    if concurrency > 1:
+        return Threads(
+            models, parts_dir, attempt, concurrency, f"{cells} cells, {concurrency} at a time"
+        )
+    return InProcess(models, parts_dir, attempt, f"{cells} cells")
