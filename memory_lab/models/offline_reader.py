@@ -102,7 +102,9 @@ _EN_TIME_WORDS = frozenset(
 )
 _KO_TIME_UNITS = frozenset("년 월 일 시 분 초 주".split())
 # Native Korean numerals used as determiners ("세 번", "두 곡"): Kiwi tags them MM, not NR.
-_KO_NUMERAL_DETERMINERS = frozenset("한 두 세 석 네 넉 다섯 여섯 일곱 여덟 아홉 열 스무 두세 서너".split())
+_KO_NUMERAL_DETERMINERS = frozenset(
+    "한 두 세 석 네 넉 다섯 여섯 일곱 여덟 아홉 열 스무 두세 서너".split()
+)
 # Content morphemes for Korean: nouns, numbers, foreign words, verb and adjective stems, roots.
 _KO_CONTENT = ("NNG", "NNP", "NNB", "NR", "SN", "SL", "SH", "VV", "VA", "XR")
 
