@@ -317,8 +317,9 @@ def format_category_table(table: pd.DataFrame) -> str:
 
 def format_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> str:
     """The summary as a fixed-width table for the terminal: retrieval first, then recall."""
+    width = max([28, *(len(str(m)) for m in summary.get("memory", []))])
     header = (
-        f"{'memory':<28} {'answerable':>10} {'evid-recall':>11} {'ans-in-ctx':>10} "
+        f"{'memory':<{width}} {'answerable':>10} {'evid-recall':>11} {'ans-in-ctx':>10} "
         f"{'recall (95% CI)':>22} {'abstain':>7} {'stale':>6} {'prompt/turn':>11} "
         f"{'mem tokens':>10} {'total tokens':>12} {'est. cost $':>11} {'sec':>6}"
     )
@@ -331,7 +332,7 @@ def format_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> 
         low, high = pct(r["accuracy_low"]).strip(), pct(r["accuracy_high"]).strip()
         ci = f"{pct(r['accuracy'])} [{low}-{high}]"
         lines.append(
-            f"{r['memory']:<28} {r['answerable']:>10} {pct(r['evidence_recall']):>11} "
+            f"{r['memory']:<{width}} {r['answerable']:>10} {pct(r['evidence_recall']):>11} "
             f"{pct(r['context_hit_rate']):>10} {ci:>22} {pct(r['abstention_accuracy']):>7} "
             f"{pct(r['stale_rate']):>6} {r['mean_prompt_tokens']:>11.0f} {r['memory_tokens']:>10,} "
             f"{r['total_tokens']:>12,} {r['est_cost_usd']:>11.4f} {r['seconds']:>6.1f}"

@@ -145,3 +145,15 @@ def test_an_existing_results_folder_is_never_overwritten(mini_run, capsys):
     args = ["run", "--memory", "buffer", "--dialogues", str(FIXTURES / "dialogues")]
     assert main([*args, "--out", str(mini_run), "--quiet"]) == 2
     assert "already holds a run" in capsys.readouterr().err
+
+
+def test_a_long_memory_label_keeps_the_table_aligned(mini_run):
+    from memory_lab.results import format_summary, summarize
+
+    summary = summarize(read_results(mini_run))
+    summary.loc[0, "memory"] = "thread:policy=summarize,summarizer=langmem,keep_last=2"
+    lines = format_summary(summary).splitlines()
+    rows = [lines[0], *lines[2 : 2 + len(summary)]]
+    # every row puts its columns at the same offsets as the header
+    assert len({len(row) for row in rows}) == 1
+    assert lines[0].index("answerable") > len(summary.loc[0, "memory"])
