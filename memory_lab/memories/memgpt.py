@@ -152,14 +152,25 @@ class CoreMemory:
         self.blocks[label] = new
         if new_content.strip():
             self.sources[new_content.strip()] = turn_ids
+        self.sources = {c: ids for c, ids in self.sources.items() if c in self.text()}
         return f"OK: replaced in core memory '{label}' ({len(new)}/{self.max_chars} characters)."
 
+    def text(self) -> str:
+        return "\n".join(self.blocks.values())
+
     def turn_ids(self, label: str) -> tuple[str, ...]:
-        """The turns that wrote the block's lines (as far as known), in order."""
+        """The turns that wrote the block's lines (as far as known), in order.
+
+        ``sources`` holds only contents still in some block, so this stays bounded by the
+        blocks' size however long the dialogue.
+        """
         ids: list[str] = []
         for line in self.blocks[label].splitlines():
-            for content, source in self.sources.items():
-                if content == line or (content in line) or (line in content):
+            if line in self.sources:
+                ids.extend(self.sources[line])
+                continue
+            for content, source in self.sources.items():  # a line an edit changed in part
+                if content in line or line in content:
                     ids.extend(source)
         return tuple(dict.fromkeys(ids))
 
@@ -463,7 +474,7 @@ class MemGPTMemory:
                 description=description,
                 args_schema=schema,
                 handle_tool_error=True,
-                handle_validation_error=True,
+                handle_validation_error=_invalid_arguments,
             )
             for fn, schema, description in specs
         ]
@@ -622,6 +633,15 @@ class MemGPTMemory:
 
     def close(self) -> None:
         """The collection is dropped through the factory's ``on_close``."""
+
+
+def _invalid_arguments(error: Exception) -> str:
+    """What a tool tells the agent about arguments it could not accept."""
+    lines = [
+        f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
+        for e in getattr(error, "errors", lambda: [])()
+    ]
+    return "Error: invalid arguments: " + ("; ".join(lines) or str(error))
 
 
 def _count_tokens(text: str) -> int:

@@ -88,6 +88,19 @@ def test_core_memory_replace_replaces_the_stale_value(seat_change, run_models):
     assert missing.startswith("Error: old_content not found")
 
 
+def test_a_bad_tool_call_comes_back_to_the_agent_as_an_error(seat_change, run_models):
+    cell = Cell(parse_memory_spec("memgpt"), seat_change, run_models)
+    unknown = cell.memory.call_tool({"name": "forget_everything", "args": {}, "id": "c1"})
+    bad = cell.memory.call_tool(
+        {"name": "core_memory_append", "args": {"label": "boss", "content": "x"}, "id": "c2"}
+    )
+    cell.close()
+    assert unknown.content.startswith("Error: no tool 'forget_everything'")
+    assert unknown.tool_call_id == "c1" and bad.tool_call_id == "c2"
+    assert bad.content.startswith("Error: invalid arguments: label: Input should be")
+    assert cell.memory.core.blocks["human"] == ""
+
+
 def test_an_archival_insert_is_found_by_a_later_search(run_models, seat_change):
     cell = Cell(parse_memory_spec("memgpt"), seat_change, run_models)
     memory = cell.memory
