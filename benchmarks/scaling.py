@@ -2,13 +2,16 @@
 
 For each memory, per user turn: harness time, and tokens (the prompt plus the memory's own
 maintenance tokens). For bounded memories (``window``, ``summary_buffer``, ``vector``, and
-``thread`` with any policy other than ``none``) both must stay within 1.5x each time the turn
-count doubles: no quadratic work hiding in the harness or in a checkpointer. Prints one row per
-(memory, turns) with the ratios to the previous length.
+``thread`` with any policy other than ``none``, and ``memgpt``, whose core blocks are capped
+and whose searches return ``k`` results, examining at most ``scan`` messages per word) both must
+stay within 1.5x each time the turn count doubles: no quadratic work hiding in the harness, in a
+checkpointer or in a search. Prints one row per (memory, turns) with the ratios to the previous
+length.
 
     python benchmarks/scaling.py [--turns 100 200 400 800] [--memory window summary_buffer vector]
     python benchmarks/scaling.py --memory thread:policy=summarize thread:policy=trim \
         thread:policy=filter thread:policy=summarize,summarizer=langmem
+    python benchmarks/scaling.py --memory memgpt
 """
 
 from __future__ import annotations

@@ -2,7 +2,11 @@
 
 The real ``langchain-openai``/``openai`` client code runs against it. Responses can be scripted
 per endpoint (status, body, headers); unscripted requests get a well-formed success with fixed
-usage numbers, so tests can check those numbers arrive in the records.
+usage numbers, so tests can check those numbers arrive in the records. With ``tool_calls`` set
+(a function of the request body giving ``(name, args)`` pairs), a chat request that offers
+``tools`` and does not end with tool results is answered with those tool calls
+(``finish_reason: tool_calls``) and ``TOOL_CALL_USAGE``; ``tool_calls_after_results`` answers
+tool results with tool calls too (a model that never stops calling).
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ import json
 import struct
 import threading
 from collections import deque
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CHAT_USAGE = {"prompt_tokens": 111, "completion_tokens": 7, "total_tokens": 118}
+TOOL_CALL_USAGE = {"prompt_tokens": 222, "completion_tokens": 33, "total_tokens": 255}
 EMBED_DIM = 16
 
 
@@ -34,6 +40,8 @@ class OpenAIMock:
         self.scripts: dict[str, deque] = {"chat": deque(), "embeddings": deque()}
         self.always: dict[str, tuple[int, str, dict] | None] = {"chat": None, "embeddings": None}
         self.reply = "Mock reply."
+        self.tool_calls: Callable[[dict], list[tuple[str, dict]]] | None = None
+        self.tool_calls_after_results = False
         mock = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -69,8 +77,44 @@ class OpenAIMock:
         self.base_url = f"http://127.0.0.1:{self.server.server_port}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
+    def tool_call_reply(self, body: dict) -> str | None:
+        """Tool calls for a request offering tools, or None (a plain reply)."""
+        messages = body.get("messages") or [{}]
+        if self.tool_calls is None or not body.get("tools"):
+            return None
+        if messages[-1].get("role") == "tool" and not self.tool_calls_after_results:
+            return None
+        calls = self.tool_calls(body)
+        if not calls:
+            return None
+        message = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": f"call_{len(self.requests)}_{i}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+                for i, (name, args) in enumerate(calls)
+            ],
+        }
+        return json.dumps(
+            {
+                "id": "chatcmpl-mock-tools",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model", "mock"),
+                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+                "usage": TOOL_CALL_USAGE,
+            }
+        )
+
     def success(self, kind: str, body: dict) -> str:
         if kind == "chat":
+            tools = self.tool_call_reply(body)
+            if tools is not None:
+                return tools
             return json.dumps(
                 {
                     "id": "chatcmpl-mock",
