@@ -83,6 +83,26 @@ def bm25_terms(text: str) -> list[str]:
     return terms
 
 
+class _Postings:
+    """One term's postings: document indices and term frequencies in arrays that double when
+    full, so an append is amortised O(1) and a query reads them without copying."""
+
+    __slots__ = ("docs", "tfs", "size")
+
+    def __init__(self) -> None:
+        self.docs = np.empty(4, dtype=np.int64)
+        self.tfs = np.empty(4, dtype=np.float64)
+        self.size = 0
+
+    def append(self, doc: int, tf: int) -> None:
+        if self.size == len(self.docs):
+            self.docs = np.concatenate([self.docs, np.empty_like(self.docs)])
+            self.tfs = np.concatenate([self.tfs, np.empty_like(self.tfs)])
+        self.docs[self.size] = doc
+        self.tfs[self.size] = tf
+        self.size += 1
+
+
 class BM25Index:
     """Incremental BM25: an insert updates the term statistics; nothing is ever rebuilt.
 
@@ -95,7 +115,7 @@ class BM25Index:
     def __init__(self, k1: float = BM25_K1, b: float = BM25_B):
         self.k1 = k1
         self.b = b
-        self.postings: dict[str, tuple[list[int], list[int]]] = {}
+        self.postings: dict[str, _Postings] = {}
         self._lengths = np.zeros(64, dtype=np.float64)
         self.size = 0
         self.total_length = 0
@@ -110,9 +130,9 @@ class BM25Index:
         self.size += 1
         self.total_length += len(terms)
         for term, tf in Counter(terms).items():
-            ids, tfs = self.postings.setdefault(term, ([], []))
-            ids.append(doc)
-            tfs.append(tf)
+            if term not in self.postings:
+                self.postings[term] = _Postings()
+            self.postings[term].append(doc, tf)
             self.postings_written += 1
         return doc
 
@@ -123,20 +143,21 @@ class BM25Index:
             return out
         avg = self.total_length / self.size
         for term in dict.fromkeys(terms):
-            if term not in self.postings:
+            posting = self.postings.get(term)
+            if posting is None:
                 continue
-            ids, tfs = (np.asarray(x) for x in self.postings[term])
-            idf = np.log(1 + (self.size - len(ids) + 0.5) / (len(ids) + 0.5))
-            norm = self.k1 * (1 - self.b + self.b * self._lengths[ids] / avg)
-            out[ids] += idf * tfs / (tfs + norm)
+            docs, tfs = posting.docs[: posting.size], posting.tfs[: posting.size]
+            idf = np.log(1 + (self.size - posting.size + 0.5) / (posting.size + 0.5))
+            norm = self.k1 * (1 - self.b + self.b * self._lengths[docs] / avg)
+            out[docs] += idf * tfs / (tfs + norm)
         return out
 
     def top(self, terms: Sequence[str], n: int) -> list[int]:
         """The ``n`` best documents with a positive score, best first (ties: newer first)."""
         scores = self.scores(terms)
         hits = np.flatnonzero(scores > 0)
-        order = sorted(hits.tolist(), key=lambda d: (-scores[d], -d))
-        return order[:n]
+        order = np.lexsort((-hits, -scores[hits]))[:n]
+        return hits[order].tolist()
 
 
 def reciprocal_rank_fusion(
