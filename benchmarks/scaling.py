@@ -1,14 +1,16 @@
 """Per-turn cost as dialogues grow: 100, 200, 400 and 800 turns.
 
 For each memory, per user turn: harness time, and tokens (the prompt plus the memory's own
-maintenance tokens). For bounded memories (``window``, ``summary_buffer``, ``vector``, and
-``thread`` with any policy other than ``none``, and ``memgpt``, whose core blocks are capped
-and whose searches return ``k`` results, examining at most ``scan`` messages per word) both must
-stay within 1.5x each time the turn count doubles: no quadratic work hiding in the harness, in a
-checkpointer or in a search. Prints one row per (memory, turns) with the ratios to the previous
-length.
+maintenance tokens). For bounded memories (``window``, ``summary_buffer``, ``vector``,
+``hybrid``, ``thread`` with any policy other than ``none``, and ``memgpt``, whose core blocks
+are capped and whose searches return ``k`` results, examining at most ``scan`` messages per
+word) both must stay within 1.5x each time the turn count doubles: no quadratic work hiding in
+the harness, in a checkpointer or in a search index. Prints one row per (memory, turns) with the
+ratios to the previous length. ``--language ko`` replays Korean dialogues instead (``hybrid``
+splits them into morphemes).
 
-    python benchmarks/scaling.py [--turns 100 200 400 800] [--memory window summary_buffer vector]
+    python benchmarks/scaling.py [--turns 100 200 400 800] [--memory window vector hybrid]
+    python benchmarks/scaling.py --memory hybrid --language ko
     python benchmarks/scaling.py --memory thread:policy=summarize thread:policy=trim \
         thread:policy=filter thread:policy=summarize,summarizer=langmem
     python benchmarks/scaling.py --memory memgpt
@@ -37,25 +39,46 @@ CHAT = [
     "I tried a new recipe with lentils and it was decent.",
     "My neighbour's dog barked all night again.",
 ]
+KO_NAMES = ["민지", "준호", "서연", "태윤", "하나", "지민", "수아", "도현"]
+KO_PLACES = ["부산", "대전", "광주", "제주", "수원", "강릉", "전주", "춘천"]
+KO_THINGS = ["자전거", "노트북", "카메라", "기타", "주전자", "텐트", "킥보드", "드론"]
+KO_CHAT = [
+    "이번 주는 날씨가 정말 오락가락했어요.",
+    "지도의 역사에 관한 책을 드디어 다 읽었어요.",
+    "회사에서 새 로드맵 회의가 많아서 바빴어요.",
+    "렌틸콩으로 새 요리를 해 봤는데 괜찮았어요.",
+    "옆집 강아지가 밤새 또 짖었어요.",
+]
 
 
-def synthetic_dialogue(turns: int, seed: int) -> dict:
+def synthetic_dialogue(turns: int, seed: int, language: str = "en") -> dict:
     """A dialogue of ``turns`` turns mixing facts with chit-chat, deterministic per seed."""
     rng = random.Random(seed)
     items = []
     for i in range(turns // 2):
-        if i % 3 == 0:
+        if language == "ko" and i % 3 == 0:
+            user = (
+                f"참, {rng.choice(KO_NAMES)} 씨가 {rng.choice(KO_PLACES)}에서 "
+                f"{rng.choice(KO_THINGS)}를 빌려줬어요. 사물함 {rng.randint(100, 999)}번이에요."
+            )
+        elif language == "ko":
+            user = f"{rng.choice(KO_CHAT)} (메모 {i})"
+        elif i % 3 == 0:
             user = (
                 f"By the way, {rng.choice(NAMES)} lent me a {rng.choice(THINGS)} "
                 f"in {rng.choice(PLACES)}, locker {rng.randint(100, 999)}."
             )
         else:
             user = f"{rng.choice(CHAT)} (note {i})"
-        items += [{"user": user}, {"assistant": f"Thanks for telling me, noted as item {i}."}]
+        if language == "ko":
+            reply = f"알려 주셔서 고마워요, {i}번으로 적어 둘게요."
+        else:
+            reply = f"Thanks for telling me, noted as item {i}."
+        items += [{"user": user}, {"assistant": reply}]
     return {
         "format": "memory-lab/dialogue@1",
         "id": f"synthetic-{turns}",
-        "language": "en",
+        "language": language,
         "sessions": [{"turns": items}],
         "probes": [],
     }
@@ -64,13 +87,18 @@ def synthetic_dialogue(turns: int, seed: int) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", nargs="+", type=int, default=[100, 200, 400, 800])
-    parser.add_argument("--memory", nargs="+", default=["window", "summary_buffer", "vector"])
+    parser.add_argument(
+        "--memory", nargs="+", default=["window", "summary_buffer", "vector", "hybrid"]
+    )
+    parser.add_argument("--language", choices=["en", "ko"], default="en")
     args = parser.parse_args()
     models = RunModels.create(record_prompts=False)
     models.shared_embeddings().embed_query("warm up the model")
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.turns:
-            Path(tmp, f"s{n}.yaml").write_text(yaml.safe_dump(synthetic_dialogue(n, n)), "utf-8")
+            Path(tmp, f"s{n}.yaml").write_text(
+                yaml.safe_dump(synthetic_dialogue(n, n, args.language)), "utf-8"
+            )
         dialogues = {len(d.turns): d for d in load_dialogues(tmp)}
     width = max(16, *(len(m) for m in args.memory))
     print(f"{'memory':<{width}} {'turns':>6} {'ms/turn':>9} {'x prev':>7} {'tokens/turn':>12} "

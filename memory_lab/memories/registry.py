@@ -30,6 +30,7 @@ BUILTIN_MODULES = (
     "memory_lab.memories.lg_thread",
     "memory_lab.memories.lg_store",
     "memory_lab.memories.memgpt",
+    "memory_lab.memories.hybrid",
 )
 ENTRY_POINT_GROUP = "memory_lab.memories"
 LIST_SEPARATOR = "+"
