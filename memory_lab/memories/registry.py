@@ -29,6 +29,8 @@ BUILTIN_MODULES = (
     "memory_lab.memories.combined",
     "memory_lab.memories.lg_thread",
     "memory_lab.memories.lg_store",
+    "memory_lab.memories.hierarchical",
+    "memory_lab.memories.profile",
 )
 ENTRY_POINT_GROUP = "memory_lab.memories"
 LIST_SEPARATOR = "+"
