@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from memory_lab.memories.classic import chroma_client
@@ -65,7 +65,7 @@ def date_hours(date: str | None) -> float | None:
         except (ValueError, OverflowError):
             return None
     if when.tzinfo is not None:
-        when = when.astimezone(timezone.utc).replace(tzinfo=None)
+        when = when.astimezone(UTC).replace(tzinfo=None)
     return (when - _EPOCH).total_seconds() / 3600
 
 

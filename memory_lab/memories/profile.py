@@ -41,7 +41,8 @@ class UserPreferences(BaseModel):
         None, description="how the user wants answers given: tone, length or format"
     )
     likes: list[str] = Field(
-        default_factory=list, description="what the user likes (they like, love, enjoy or prefer it)"
+        default_factory=list,
+        description="what the user likes (they like, love, enjoy or prefer it)",
     )
     dislikes: list[str] = Field(
         default_factory=list,
@@ -87,9 +88,7 @@ class ProfileUpdate(BaseModel):
     occupation: str | None = Field(
         None, description=UserProfile.model_fields["occupation"].description
     )
-    location: str | None = Field(
-        None, description=UserProfile.model_fields["location"].description
-    )
+    location: str | None = Field(None, description=UserProfile.model_fields["location"].description)
     communication_style: str | None = Field(
         None, description=UserPreferences.model_fields["communication_style"].description
     )
@@ -225,7 +224,9 @@ class ProfileMemory:
         """The memory model's ``ProfileUpdate`` for one exchange (None when unparsable)."""
         from memory_lab.models.tasks import extract_prompt, parse_json_reply
 
-        transcript = f"Human: {ex.user}\nAI: {ex.assistant}" if ex.assistant else f"Human: {ex.user}"
+        transcript = (
+            f"Human: {ex.user}\nAI: {ex.assistant}" if ex.assistant else f"Human: {ex.user}"
+        )
         prompt = extract_prompt(
             transcript, ProfileUpdate.model_json_schema(), known=self.updater.known()
         )
