@@ -6,11 +6,13 @@ changes, as JSON for the flat ``ProfileUpdate`` schema (the extraction prompt of
 ``models.tasks``, listing the current profile so a changed field is given again under its
 name). Real models answer through ``with_structured_output(ProfileUpdate)``; the offline memory
 model answers the same prompt deterministically (a field takes the user sentence sharing most
-words with its name and description). Scalar fields are overwritten (a new job or city replaces
-the old one), list fields are appended without duplicates and keep their newest
-``list_limit`` items, so the profile, and the prompts that carry it, stay bounded. The context
-is the rendered profile, then the last ``k`` exchanges. Each field remembers the user turn its
-value came from, which the recall reports.
+words with its name and description, and ``important_facts`` every informative user sentence).
+Scalar fields are overwritten (a new job or city replaces the old one), list fields are appended
+without duplicates, and ``important_facts`` are keyed facts: one under a key already stored
+replaces it (the prompt lists the stored keys), a fact another field already shows is left out.
+Lists and facts keep their newest ``list_limit`` items, so the profile, and the prompts that carry
+it, stay bounded. The context is the rendered profile, then the last ``k`` exchanges. Each
+field and fact remembers the user turn its value came from, which the recall reports.
 """
 
 from __future__ import annotations
@@ -38,44 +40,56 @@ class UserPreferences(BaseModel):
     """How the user likes things."""
 
     communication_style: str | None = Field(
-        None, description="how the user wants answers given: tone, length or format"
+        None, description="preferred style of answers: tone, length, format"
     )
     likes: list[str] = Field(
-        default_factory=list,
-        description="what the user likes (they like, love, enjoy or prefer it)",
+        default_factory=list, description="likes of the user (I like, love, enjoy or prefer ...)"
     )
     dislikes: list[str] = Field(
-        default_factory=list,
-        description="what the user dislikes (they hate, avoid or are allergic to it)",
+        default_factory=list, description="dislikes of the user (I hate, avoid, am allergic to ...)"
     )
+
+
+class ProfileFact(BaseModel):
+    """A lasting fact about the user under a short stable key."""
+
+    key: str = Field(description="a short stable name for the fact; the same key when it changes")
+    value: str = Field(description="what is true now")
 
 
 class UserProfile(BaseModel):
     """What the memory knows about the user: current values only."""
 
-    name: str | None = Field(None, description="the user's own name (I'm ..., my name is ...)")
+    name: str | None = Field(None, description="name of the user (my name is ..., call me ...)")
     occupation: str | None = Field(
-        None, description="the user's job: the work, role or profession they do, and their employer"
+        None, description="job of the user: occupation, profession, employer (I work ...)"
     )
     location: str | None = Field(
-        None, description="the city or town where the user lives (they live in it or moved to it)"
+        None, description="city or town the user lives in (I live in ..., I moved to ...)"
     )
     family: list[str] = Field(
         default_factory=list,
-        description="people close to the user: family, partner, children, friends, pets",
+        description="family members, partner, children, friends and pets (my sister, my wife, "
+        "my son, my friend, my dog ...)",
     )
     interests: list[str] = Field(
-        default_factory=list, description="the user's hobbies, interests and projects"
+        default_factory=list, description="hobbies and interests (I play ..., my hobby is ...)"
     )
     goals: list[str] = Field(
         default_factory=list,
-        description="plans, goals and upcoming events: trips, exams, deadlines, appointments",
+        description="plans and upcoming events (a trip, exam, deadline, appointment, flight or "
+        "meeting)",
     )
-    important_facts: list[str] = Field(
+    important_facts: list[ProfileFact] = Field(
         default_factory=list,
-        description="other lasting facts: numbers, dates, bookings, orders, things the user has",
+        description="other lasting facts about the user (numbers, dates, bookings, names), one "
+        "per key; a changed fact keeps its key",
     )
     preferences: UserPreferences = Field(default_factory=UserPreferences)
+
+
+def _described(model: type[BaseModel], name: str, default: Any) -> Any:
+    return Field(default, description=model.model_fields[name].description)
 
 
 class ProfileUpdate(BaseModel):
@@ -84,39 +98,41 @@ class ProfileUpdate(BaseModel):
     A changed value (a new job, a move to another city) is given in full under its field.
     """
 
-    name: str | None = Field(None, description=UserProfile.model_fields["name"].description)
-    occupation: str | None = Field(
-        None, description=UserProfile.model_fields["occupation"].description
-    )
-    location: str | None = Field(None, description=UserProfile.model_fields["location"].description)
-    communication_style: str | None = Field(
-        None, description=UserPreferences.model_fields["communication_style"].description
-    )
-    family: list[str] = Field(
-        default_factory=list, description=UserProfile.model_fields["family"].description
-    )
-    interests: list[str] = Field(
-        default_factory=list, description=UserProfile.model_fields["interests"].description
-    )
-    goals: list[str] = Field(
-        default_factory=list, description=UserProfile.model_fields["goals"].description
-    )
-    important_facts: list[str] = Field(
-        default_factory=list,
-        description=UserProfile.model_fields["important_facts"].description,
-    )
-    likes: list[str] = Field(
-        default_factory=list, description=UserPreferences.model_fields["likes"].description
-    )
-    dislikes: list[str] = Field(
-        default_factory=list, description=UserPreferences.model_fields["dislikes"].description
-    )
+    name: str | None = _described(UserProfile, "name", None)
+    occupation: str | None = _described(UserProfile, "occupation", None)
+    location: str | None = _described(UserProfile, "location", None)
+    communication_style: str | None = _described(UserPreferences, "communication_style", None)
+    family: list[str] = _described(UserProfile, "family", [])
+    interests: list[str] = _described(UserProfile, "interests", [])
+    goals: list[str] = _described(UserProfile, "goals", [])
+    likes: list[str] = _described(UserPreferences, "likes", [])
+    dislikes: list[str] = _described(UserPreferences, "dislikes", [])
+    important_facts: list[ProfileFact] = _described(UserProfile, "important_facts", [])
 
 
 PREFERENCE_FIELDS = tuple(UserPreferences.model_fields)
 SCALAR_FIELDS = ("name", "occupation", "location", "communication_style")
-LIST_FIELDS = ("family", "interests", "goals", "important_facts", "likes", "dislikes")
+LIST_FIELDS = ("family", "interests", "goals", "likes", "dislikes")
+FACTS = "important_facts"
 LABELS = {name: name.replace("_", " ").capitalize() for name in ProfileUpdate.model_fields}
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """The JSON schema with its ``$defs`` references written in place (one self-contained tree)."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/$defs/"):
+                return walk(defs[ref.removeprefix("#/$defs/")])
+            return {k: walk(v) for k, v in node.items() if k != "$defs"}
+        return [walk(v) for v in node] if isinstance(node, list) else node
+
+    return walk(schema)
+
+
+UPDATE_SCHEMA = inline_refs(ProfileUpdate.model_json_schema())  # what the extraction prompt shows
 
 
 def _same(a: str, b: str) -> bool:
@@ -167,25 +183,60 @@ class ProfileUpdater:
                 self.sources.pop((name, items.pop(0)), None)
             if added:
                 changed.append(name)
+        if self.merge_facts(update.important_facts, turn_ids):
+            changed.append(FACTS)
         return changed
 
+    def merge_facts(self, facts: list[ProfileFact], turn_ids: tuple[str, ...]) -> bool:
+        """A fact replaces the one under its key, or is appended; the newest ``list_limit`` stay.
+
+        A fact whose value another field already shows is left out (no line said twice).
+        """
+        stored: list[ProfileFact] = self.profile.important_facts
+        shown = [v for name, v in self.known() if name in ProfileUpdate.model_fields]
+        merged = False
+        for fact in facts:
+            key, value = fact.key.strip(), fact.value.strip()
+            if not key or not value or any(_same(value, v) for v in shown):
+                continue
+            old = next((f for f in stored if f.key == key), None)
+            if old is not None and _same(old.value, value):
+                continue
+            if old is not None:
+                stored.remove(old)
+            stored.append(ProfileFact(key=key, value=value))
+            self.sources[(FACTS, key)] = turn_ids
+            merged = True
+        while len(stored) > self.list_limit:
+            self.sources.pop((FACTS, stored.pop(0).key), None)
+        return merged
+
     def known(self) -> list[tuple[str, str]]:
-        """(field, value) pairs of the filled fields, for the extraction prompt."""
+        """(field, value) pairs of the filled fields, then (key, value) of each stored fact."""
         out = []
         for name in ProfileUpdate.model_fields:
-            value = self.get(name)
+            value = self.get(name) if name != FACTS else None
             if value:
                 out.append((name, "; ".join(value) if isinstance(value, list) else value))
-        return out
+        return out + [(f.key, f.value) for f in self.profile.important_facts]
 
     def items(self) -> list[Item]:
-        """One item per filled field (``- Location: ...``) with the turns its values came from."""
+        """One item per filled field (``- Location: ...``) and per fact, with their source turns."""
         out = []
-        for name, text in self.known():
+        for name in ProfileUpdate.model_fields:
+            if name == FACTS:
+                continue
             value = self.get(name)
+            if not value:
+                continue
             values = value if isinstance(value, list) else [value]
             ids = tuple(dict.fromkeys(t for v in values for t in self.sources.get((name, v), ())))
-            out.append(Item(f"- {LABELS[name]}: {text}", ids, "profile"))
+            out.append(Item(f"- {LABELS[name]}: {'; '.join(values)}", ids, "profile"))
+        if self.profile.important_facts:
+            out.append(Item(f"- {LABELS[FACTS]}:", (), "other"))
+        for fact in self.profile.important_facts:
+            ids = self.sources.get((FACTS, fact.key), ())
+            out.append(Item(f"  - {fact.value}", ids, "profile"))
         return out
 
 
@@ -227,9 +278,7 @@ class ProfileMemory:
         transcript = (
             f"Human: {ex.user}\nAI: {ex.assistant}" if ex.assistant else f"Human: {ex.user}"
         )
-        prompt = extract_prompt(
-            transcript, ProfileUpdate.model_json_schema(), known=self.updater.known()
-        )
+        prompt = extract_prompt(transcript, UPDATE_SCHEMA, known=self.updater.known())
         try:
             if self.structured is not None:
                 reply = self.structured.invoke(prompt)

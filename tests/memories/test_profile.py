@@ -9,6 +9,8 @@ import pytest
 from memory_lab import load_dialogues, parse_memory_spec
 from memory_lab.memories.profile import (
     PROFILE_HEADER,
+    UPDATE_SCHEMA,
+    ProfileFact,
     ProfileUpdate,
     ProfileUpdater,
     UserProfile,
@@ -56,6 +58,29 @@ def test_list_fields_append_without_duplicates_and_keep_the_newest():
     likes = next(i for i in updater.items() if i.text.startswith("- Likes"))
     assert likes.turn_ids == ("t1", "t2", "t3")
     assert isinstance(updater.profile, UserProfile)
+
+
+def test_a_fact_under_a_known_key_replaces_the_old_one_and_nothing_is_said_twice():
+    updater = ProfileUpdater(list_limit=2)
+    updater.apply(ProfileUpdate(location="I live in Busan."), ("t1",))
+    facts = [
+        ProfileFact(key="locker", value="Locker 12"),
+        ProfileFact(key="x", value="i live in busan"),
+    ]
+    updater.apply(ProfileUpdate(important_facts=facts), ("t2",))
+    updater.apply(
+        ProfileUpdate(important_facts=[ProfileFact(key="locker", value="Locker 40")]), ("t3",)
+    )
+    assert [(f.key, f.value) for f in updater.profile.important_facts] == [("locker", "Locker 40")]
+    assert updater.items()[-1].text == "  - Locker 40" and updater.items()[-1].turn_ids == ("t3",)
+    more = [ProfileFact(key="a", value="A"), ProfileFact(key="b", value="B")]
+    updater.apply(ProfileUpdate(important_facts=more), ("t4",))
+    assert [f.key for f in updater.profile.important_facts] == ["a", "b"]  # the newest 2
+    assert ("locker", "Locker 40") not in updater.known()
+    # the schema the extraction prompt shows is one self-contained tree (no $ref for a model to
+    # follow), and facts are objects with a key, so a changed fact can keep its key
+    facts_schema = UPDATE_SCHEMA["properties"]["important_facts"]
+    assert "$defs" not in UPDATE_SCHEMA and facts_schema["items"]["properties"]["key"]
 
 
 def test_a_move_and_a_new_job_replace_the_old_city_and_job(nurse, run_models):
