@@ -16,13 +16,16 @@ then each candidate is scored
     composite = w_importance * importance/10 + w_recency * recency + w_frequency * frequency
     score     = similarity_weight * similarity + (1 - similarity_weight) * composite
 
-with ``recency = exp(-decay_rate * hours since last access)`` and ``frequency =
-min(1, accesses / frequency_cap)``; the ``k`` best are shown. Time is **dialogue time**, never
-the wall clock: a session starts at its date (ISO or LoCoMo-style text), each exchange
-``minutes_per_exchange`` after the previous one, and a session without a (later) date
-``session_gap_hours`` after the last exchange; so replays are deterministic. An entry is accessed
-when it is recalled for a user turn (the recall the runner makes before saving that exchange);
-probes never change the memory.
+with ``recency = exp(-decay_rate * hours since last access)``, ``frequency =
+min(1, accesses / frequency_cap)`` and ``similarity`` the candidate's cosine rescaled over the
+candidates to [0, 1] (the nearest 1, the farthest 0): the cosines of one embedding model span a
+narrow band, so raw they would barely move the score. The ``k`` best are shown.
+
+Time is **dialogue time**, never the wall clock: a session starts at its date (ISO or
+LoCoMo-style text), each exchange ``minutes_per_exchange`` after the previous one, and a session
+without a (later) date ``session_gap_hours`` after the last exchange; so replays are
+deterministic. An entry is accessed when it is recalled for a user turn (the recall the runner
+makes before saving that exchange); probes never change the memory.
 """
 
 from __future__ import annotations
@@ -239,10 +242,13 @@ class HierarchicalMemory:
             n_results=min(self.candidates, count),
             include=["distances"],
         )
+        raw = [1.0 - float(d) for d in found["distances"][0]]
+        low, high = min(raw), max(raw)
         out = []
-        for entry_id, distance in zip(found["ids"][0], found["distances"][0], strict=True):
+        for entry_id, cosine in zip(found["ids"][0], raw, strict=True):
             entry = self.entries[entry_id]
-            similarity = 1.0 - float(distance)
+            # rescaled over the candidates: cosines of one embedding model span a narrow band
+            similarity = (cosine - low) / (high - low) if high > low else 1.0
             out.append((self.weights.score(entry, similarity, now), similarity, entry))
         return sorted(out, key=lambda x: (-x[0], x[2].created))
 

@@ -108,6 +108,8 @@ def test_long_term_entries_age_and_are_accessed_on_dialogue_time(nurse, run_mode
     now = memory.clock.now  # s2's last exchange: its date + 3 half-hours
     assert now == date_hours("2026-04-10") + 1.5
     scored = {e.id: (score, sim) for score, sim, e in memory.ranked("Which city?", now)}
+    # similarity rescaled over the candidates: the nearest 1, the farthest 0
+    assert max(s for _, s in scored.values()) == 1.0 and min(s for _, s in scored.values()) == 0.0
     weights = memory.weights
     for entry in (first, third):
         recency = math.exp(-0.01 * (now - entry.last_access))
