@@ -1,14 +1,16 @@
 """Per-turn cost as dialogues grow: 100, 200, 400 and 800 turns.
 
 For each memory, per user turn: harness time, and tokens (the prompt plus the memory's own
-maintenance tokens). For bounded memories (``window``, ``summary_buffer``, ``vector``, and
-``thread`` with any policy other than ``none``) both must stay within 1.5x each time the turn
-count doubles: no quadratic work hiding in the harness or in a checkpointer. Prints one row per
-(memory, turns) with the ratios to the previous length.
+maintenance tokens). For bounded memories (``window``, ``summary_buffer``, ``vector``,
+``thread`` with any policy other than ``none``, ``hierarchical`` and ``profile``) both must stay
+within 1.5x each time the turn count doubles: no quadratic work hiding in the harness, in a
+checkpointer or in a growing store. Prints one row per (memory, turns) with the ratios to the
+previous length.
 
     python benchmarks/scaling.py [--turns 100 200 400 800] [--memory window summary_buffer vector]
     python benchmarks/scaling.py --memory thread:policy=summarize thread:policy=trim \
         thread:policy=filter thread:policy=summarize,summarizer=langmem
+    python benchmarks/scaling.py --memory hierarchical profile
 """
 
 from __future__ import annotations
