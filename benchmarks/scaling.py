@@ -2,18 +2,19 @@
 
 For each memory, per user turn: harness time, and tokens (the prompt plus the memory's own
 maintenance tokens). For bounded memories (``window``, ``summary_buffer``, ``vector``,
-``hybrid``, ``thread`` with any policy other than ``none``, and ``memgpt``, whose core blocks
-are capped and whose searches return ``k`` results, examining at most ``scan`` messages per
-word) both must stay within 1.5x each time the turn count doubles: no quadratic work hiding in
-the harness, in a checkpointer or in a search index. Prints one row per (memory, turns) with the
-ratios to the previous length. ``--language ko`` replays Korean dialogues instead (``hybrid``
-splits them into morphemes).
+``hybrid``, ``thread`` with any policy other than ``none``, ``hierarchical``, ``profile``,
+and ``memgpt``, whose core blocks are capped and whose searches return ``k`` results, examining
+at most ``scan`` messages per word) both must stay within 1.5x each time the turn count doubles:
+no quadratic work hiding in the harness, in a checkpointer, in a growing store or in a search
+index. Prints one row per (memory, turns) with the ratios to the previous length. ``--language
+ko`` replays Korean dialogues instead (``hybrid`` splits them into morphemes).
 
     python benchmarks/scaling.py [--turns 100 200 400 800] [--memory window vector hybrid]
     python benchmarks/scaling.py --memory hybrid --language ko
     python benchmarks/scaling.py --memory thread:policy=summarize thread:policy=trim \
         thread:policy=filter thread:policy=summarize,summarizer=langmem
     python benchmarks/scaling.py --memory memgpt
+    python benchmarks/scaling.py --memory hierarchical profile
 """
 
 from __future__ import annotations

@@ -31,6 +31,8 @@ BUILTIN_MODULES = (
     "memory_lab.memories.lg_store",
     "memory_lab.memories.memgpt",
     "memory_lab.memories.hybrid",
+    "memory_lab.memories.hierarchical",
+    "memory_lab.memories.profile",
 )
 ENTRY_POINT_GROUP = "memory_lab.memories"
 LIST_SEPARATOR = "+"
