@@ -2,7 +2,11 @@
 
 The real ``langchain-openai``/``openai`` client code runs against it. Responses can be scripted
 per endpoint (status, body, headers); unscripted requests get a well-formed success with fixed
-usage numbers, so tests can check those numbers arrive in the records.
+usage numbers, so tests can check those numbers arrive in the records. ``delay`` seconds are
+added to every request (a provider's latency; ``max_in_flight`` counts how many overlapped);
+``echo`` answers each chat request with its prompt's line before the last (the question, above
+"AI:") and usage that depends on its length, so a reply or usage given to the wrong request
+shows in the records.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import hashlib
 import json
 import struct
 import threading
+import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -29,7 +34,12 @@ def _vector(text: str) -> list[float]:
 class OpenAIMock:
     """Start with ``with OpenAIMock() as mock:``; ``mock.base_url`` goes to the client."""
 
-    def __init__(self) -> None:
+    def __init__(self, delay: float = 0.0, echo: bool = False) -> None:
+        self.delay = delay
+        self.echo = echo
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
         self.requests: list[dict] = []
         self.scripts: dict[str, deque] = {"chat": deque(), "embeddings": deque()}
         self.always: dict[str, tuple[int, str, dict] | None] = {"chat": None, "embeddings": None}
@@ -41,10 +51,22 @@ class OpenAIMock:
                 pass
 
             def do_POST(self):  # noqa: N802 - http.server's naming
+                with mock._lock:
+                    mock.in_flight += 1
+                    mock.max_in_flight = max(mock.max_in_flight, mock.in_flight)
+                try:
+                    self.answer()
+                finally:
+                    with mock._lock:
+                        mock.in_flight -= 1
+
+            def answer(self):
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if mock.delay:
+                    time.sleep(mock.delay)
                 kind = "chat" if self.path.endswith("/chat/completions") else "embeddings"
-                mock.requests.append(
+                mock.requests.append(  # list.append: safe from the server's threads
                     {
                         "kind": kind,
                         "path": self.path,
@@ -71,6 +93,13 @@ class OpenAIMock:
 
     def success(self, kind: str, body: dict) -> str:
         if kind == "chat":
+            reply, usage = self.reply, CHAT_USAGE
+            if self.echo:
+                prompt = str(body["messages"][-1]["content"])
+                lines = prompt.strip().splitlines() or [""]
+                reply = lines[-2] if len(lines) > 1 else lines[-1]  # the line before "AI:"
+                usage = {"prompt_tokens": len(prompt), "completion_tokens": len(reply)}
+                usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
             return json.dumps(
                 {
                     "id": "chatcmpl-mock",
@@ -80,11 +109,11 @@ class OpenAIMock:
                     "choices": [
                         {
                             "index": 0,
-                            "message": {"role": "assistant", "content": self.reply},
+                            "message": {"role": "assistant", "content": reply},
                             "finish_reason": "stop",
                         }
                     ],
-                    "usage": CHAT_USAGE,
+                    "usage": usage,
                 }
             )
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
