@@ -288,7 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--ray-address",
         metavar="ADDRESS",
-        help="with --executor ray: an existing Ray cluster (e.g. auto or ray://host:10001); "
+        help="with --executor ray: an existing Ray cluster (e.g. auto or HOST:6379); "
         "default a local Ray sized to the machine",
     )
     run.add_argument(
