@@ -215,9 +215,12 @@ class RunModels:
 
     def probe_gate(self) -> threading.BoundedSemaphore:
         """At most ``probe_concurrency`` probe requests in flight across this process's cells."""
-        if self._probe_gate is None:
-            self._probe_gate = threading.BoundedSemaphore(self.probe_concurrency())
+        assert self._probe_gate is not None
         return self._probe_gate
+
+    def __post_init__(self) -> None:
+        # made here, not on first use: cells in threads would race to make one each
+        self._probe_gate = threading.BoundedSemaphore(self.probe_concurrency())
 
     def shared_embeddings(self) -> OfflineEmbeddings:
         if self.embeddings is None:

@@ -51,18 +51,25 @@ class OpenAIMock:
                 pass
 
             def do_POST(self):  # noqa: N802 - http.server's naming
-                with mock._lock:
+                length = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with mock._lock:  # in flight: from its arrival until its reply is ready
                     mock.in_flight += 1
                     mock.max_in_flight = max(mock.max_in_flight, mock.in_flight)
                 try:
-                    self.answer()
+                    status, payload, headers = self.answer(body)
                 finally:
                     with mock._lock:
                         mock.in_flight -= 1
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(payload)
 
-            def answer(self):
-                length = int(self.headers.get("content-length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
+            def answer(self, body):
                 if mock.delay:
                     time.sleep(mock.delay)
                 kind = "chat" if self.path.endswith("/chat/completions") else "embeddings"
@@ -78,14 +85,7 @@ class OpenAIMock:
                     mock.scripts[kind].popleft() if mock.scripts[kind] else None
                 )
                 status, text, headers = scripted or (200, mock.success(kind, body), {})
-                payload = text.encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                for key, value in headers.items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(payload)
+                return status, text.encode(), headers
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self.server.server_port}/v1"
