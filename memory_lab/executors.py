@@ -142,6 +142,13 @@ def record_failure(
     return CellOutcome(task.index, record, tb)
 
 
+def longest_first(tasks: list[CellTask]) -> list[CellTask]:
+    """Cells in the order to start them when several run at once: longest dialogues first
+    (exchanges plus probes), so no long cell is left to run alone at the end. Records are
+    appended in cell order whatever the order cells end in."""
+    return sorted(tasks, key=lambda t: -(len(t.dialogue.turns) + len(t.dialogue.probes)))
+
+
 class Executor(Protocol):
     description: str
 
@@ -184,7 +191,7 @@ class Threads:
         stop = threading.Event()
         todo: queue.SimpleQueue[CellTask] = queue.SimpleQueue()
         ended: queue.SimpleQueue[CellOutcome | BaseException] = queue.SimpleQueue()
-        for task in tasks:
+        for task in longest_first(tasks):
             todo.put(task)
 
         def between_exchanges() -> None:
@@ -487,7 +494,7 @@ class RayTasks:
                 }
             )
             remote = ray.remote(_ray_cell).options(num_cpus=1, max_retries=0)
-            todo = deque(tasks)
+            todo = deque(longest_first(tasks))
             limit = self.at_once or len(tasks)
             while todo or pending:
                 while todo and len(pending) < limit:
