@@ -26,7 +26,7 @@ from tqdm import tqdm
 from memory_lab.accounting import load_prices, price_dict
 from memory_lab.config import ConfigError, RunConfig
 from memory_lab.dialogue import Dialogue
-from memory_lab.executors import CellOutcome, CellTask, choose_executor
+from memory_lab.executors import CellOutcome, CellTask, choose_executor, import_ray
 from memory_lab.memories.registry import (
     MemorySpec,
     factory_for,
@@ -219,6 +219,8 @@ def run_benchmark(
     for spec in effective.model_specs():  # fail once, before any folder is made
         check_provider(spec, effective.base_url)
     preflight_memories(memories, resources)  # a missing server fails here, before any folder
+    if config.executor == "ray":
+        import_ray()  # ValueError naming --executor ray when it is not installed
     roles = memory_roles(memories)
     base_url = effective.base_url
     started = datetime.now(UTC)
@@ -336,6 +338,8 @@ def resume_benchmark(
     *,
     jobs: int | None = None,
     concurrency: int | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
     resources: dict[str, str] | None = None,
     progress: bool = True,
 ) -> RunOutcome:
@@ -345,8 +349,8 @@ def resume_benchmark(
     unfinished cells are adopted, so nothing is lost or duplicated (``record_log.py``).
     Memories are rebuilt from their recorded parameters (never today's defaults), dialogues
     from their recorded absolute sources (checked against their content hashes), and models
-    from the recorded config; only ``jobs``/``concurrency`` may change, and ``resources``
-    must be given again (they are never written).
+    from the recorded config; only ``jobs``/``concurrency`` and the executor (``executor``,
+    ``ray_address``) may change, and ``resources`` must be given again (never written).
     """
     folder = Path(out)
     info = read_run_info(folder)
@@ -355,6 +359,11 @@ def resume_benchmark(
     changes = {k: v for k, v in (("jobs", jobs), ("concurrency", concurrency)) if v is not None}
     if changes:
         config = config.replace(**{"jobs": 1, "concurrency": 1, **changes})
+    if executor is not None or ray_address is not None:
+        config = config.replace(
+            executor=executor or ("ray" if ray_address else config.executor),
+            ray_address=ray_address,
+        )
     memories = [spec_from_json(m) for m in info["memory_specs"]]
     os.environ["MEMORY_LAB_REQUEST_TIMEOUT"] = str(config.request_timeout)
     for spec in (config.offline_stand_ins() if config.dry_run else config).model_specs():
@@ -374,6 +383,8 @@ def resume_benchmark(
             "--resource NAME=VALUE (they are never written to run.json)"
         )
     preflight_memories(memories, resources)
+    if config.executor == "ray":
+        import_ray()
     # each cell's first block closed by an ok cell record is kept; a block cut short by a kill,
     # a failed cell and any second copy are dropped (record_log.py describes the protocol)
     records = read_records(folder) if (folder / RECORDS_FILE).exists() else []

@@ -93,6 +93,8 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         context_limit=args.context_limit,
         jobs=args.jobs,
         concurrency=args.concurrency,
+        executor=args.executor or "local",
+        ray_address=args.ray_address,
         price_model=args.price_model,
         prices_file=str(args.prices) if args.prices else None,
         cache=False if args.no_cache else (str(args.cache_dir) if args.cache_dir else True),
@@ -113,6 +115,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             args.resume,
             jobs=args.jobs if args.jobs != 1 else None,
             concurrency=args.concurrency if args.concurrency != 1 else None,
+            executor=args.executor,
+            ray_address=args.ray_address,
             resources=resources,
             progress=not args.quiet,
         )
@@ -269,7 +273,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="cut the oldest memory text so no prompt exceeds this many tokens",
     )
     run.add_argument(
-        "--concurrency", type=int, default=1, help="cells at once in threads (API-bound runs)"
+        "--concurrency",
+        type=int,
+        default=1,
+        help="cells at once in threads, and a cell's probes after one exchange at once "
+        "(API-bound runs)",
+    )
+    run.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        help="who runs the cells: local (this machine, --jobs or --concurrency; the default) "
+        "or ray (Ray tasks; --jobs caps cells at once)",
+    )
+    run.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="with --executor ray: an existing Ray cluster (e.g. auto or HOST:6379); "
+        "default a local Ray sized to the machine",
     )
     run.add_argument(
         "--mode",

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MODES = ("replay", "live")
+EXECUTORS = ("local", "ray")
 ADVERSARIAL = ("apart", "include")
 OFFLINE = "offline"
 
@@ -30,6 +31,8 @@ class RunConfig:
     ``timestamps``: text memories store each user line with its session's date (where the
     dialogue has dates). ``adversarial``: LoCoMo's adversarial questions are summarised
     ``apart`` from the headline (as the published harnesses do) or ``include``d in it.
+    ``executor``: ``local`` (this machine: ``jobs`` processes or ``concurrency`` threads) or
+    ``ray`` (cells as Ray tasks on the cluster at ``ray_address``, or a local one).
     """
 
     llm: str = OFFLINE
@@ -51,6 +54,8 @@ class RunConfig:
     timestamps: bool = True
     adversarial: str = "apart"
     request_timeout: float = 60.0
+    executor: str = "local"
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         if self.jobs < 1 or self.concurrency < 1:
@@ -59,6 +64,12 @@ class RunConfig:
             raise ConfigError(
                 "use --jobs (CPU-bound, processes) or --concurrency (API-bound), not both"
             )
+        if self.executor not in EXECUTORS:
+            raise ConfigError(
+                f"--executor must be one of {', '.join(EXECUTORS)}, got {self.executor!r}"
+            )
+        if self.ray_address is not None and self.executor != "ray":
+            raise ConfigError("--ray-address needs --executor ray")
         if self.mode not in MODES:
             raise ConfigError(f"--mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         if not self.request_timeout > 0:

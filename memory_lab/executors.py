@@ -1,4 +1,5 @@
-"""Who runs the cells: this process, threads (``--concurrency``) or processes (``--jobs``).
+"""Who runs the cells: this process, threads (``--concurrency``), processes (``--jobs``) or
+Ray tasks (``--executor ray``).
 
 Every executor runs ``run_cell_to_part`` for each cell, so a cell's records go to its own part
 file (``record_log`` owns the files and the exactly-once protocol), and yields each
@@ -6,8 +7,9 @@ file (``record_log`` owns the files and the exactly-once protocol), and yields e
 Closing the iterator (Ctrl-C, SIGTERM, an error in the driver) cancels queued cells and stops
 running ones promptly: worker processes are terminated, threads stop at their next exchange.
 Worker processes ignore Ctrl-C (the driver stops them) and die with the driver, even when it is
-killed with SIGKILL. ``choose_executor`` is the one place that picks an executor; another (a
-cluster on a shared filesystem, say) implements ``run`` alike and reuses the part files.
+killed with SIGKILL. ``choose_executor`` is the one place that picks an executor. Ray tasks
+return a cell's records to the driver, which writes the part itself: nodes need no shared
+filesystem, and the exactly-once protocol is the same as for the others.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -106,6 +110,20 @@ def run_cell_to_part(
     return CellOutcome(task.index, record, tb)
 
 
+def write_part(
+    task: CellTask, records: list[dict[str, Any]], parts_dir: Path, attempt: str
+) -> Path:
+    """A cell's records, run elsewhere, as its complete part (the driver writes it)."""
+    writer = PartWriter(parts_dir, task.index, attempt)
+    try:
+        for record in records:
+            writer.write(record)
+    except BaseException:
+        writer.discard()
+        raise
+    return writer.finish()
+
+
 def record_failure(
     task: CellTask, parts_dir: Path, attempt: str, error: str, tb: str | None = None
 ) -> CellOutcome:
@@ -122,6 +140,13 @@ def record_failure(
     writer.write(record)
     writer.finish()
     return CellOutcome(task.index, record, tb)
+
+
+def longest_first(tasks: list[CellTask]) -> list[CellTask]:
+    """Cells in the order to start them when several run at once: longest dialogues first
+    (exchanges plus probes), so no long cell is left to run alone at the end. Records are
+    appended in cell order whatever the order cells end in."""
+    return sorted(tasks, key=lambda t: -(len(t.dialogue.turns) + len(t.dialogue.probes)))
 
 
 class Executor(Protocol):
@@ -166,7 +191,7 @@ class Threads:
         stop = threading.Event()
         todo: queue.SimpleQueue[CellTask] = queue.SimpleQueue()
         ended: queue.SimpleQueue[CellOutcome | BaseException] = queue.SimpleQueue()
-        for task in tasks:
+        for task in longest_first(tasks):
             todo.put(task)
 
         def between_exchanges() -> None:
@@ -391,10 +416,17 @@ def _worker_main(conn: Connection, runtime: dict[str, Any], threads: int, driver
 
 def choose_executor(
     models: RunModels, cells: int, parts_dir: Path, attempt: str
-) -> InProcess | Threads | Processes:
+) -> InProcess | Threads | Processes | RayTasks:
     """The executor the run's config asks for, ``--jobs`` and ``--concurrency`` clamped."""
     jobs, concurrency = models.config.jobs, models.config.concurrency
     cap = max(1, cells)
+    if models.config.executor == "ray":
+        import_ray()  # a clear error before the run starts when ray is missing
+        at_once = min(jobs, cap) if jobs > 1 else None
+        where = models.config.ray_address or "a local Ray"
+        return RayTasks(
+            models, parts_dir, attempt, at_once, f"{cells} cells as Ray tasks on {where}"
+        )
     if jobs > 1:  # one process per core is the most that helps a CPU-bound run
         limit = min(cap, os.cpu_count() or 1)
         if jobs > limit:
@@ -410,3 +442,151 @@ def choose_executor(
             models, parts_dir, attempt, concurrency, f"{cells} cells, {concurrency} at a time"
         )
     return InProcess(models, parts_dir, attempt, f"{cells} cells")
+
+
+RAY_MISSING = "--executor ray needs the ray package: pip install 'memory-lab[ray]' (or 'ray>=2.60')"
+
+
+def import_ray() -> Any:
+    """The ``ray`` module, or a ValueError naming the option and how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise ValueError(RAY_MISSING) from None
+    return ray
+
+
+@dataclass
+class RayTasks:
+    """Cells as Ray tasks, one CPU each, on the cluster at ``ray_address`` or a local one.
+
+    A task returns its cell's records; the driver writes them as the cell's part (nodes need no
+    shared filesystem) and appends parts in cell order like every executor. Without an address
+    the run starts a local Ray sized to the machine (or to ``--jobs``), without dashboard, its
+    files in a temporary folder removed afterwards; a Ray already initialised in this process
+    (a notebook, a test) is used as it is. On a cluster the tasks get this driver's
+    ``memory_lab`` package (``runtime_env`` ``py_modules``), so every node runs the same code.
+    ``at_once`` caps cells in flight (``--jobs``); closing the run cancels the tasks. A task
+    whose worker dies fails its cell, recorded like any failed cell (no retries: ``--resume``
+    redoes it).
+    """
+
+    models: RunModels
+    parts_dir: Path
+    attempt: str
+    at_once: int | None = None
+    description: str = ""
+
+    def run(self, tasks: list[CellTask], on_exchange: OnExchange) -> Iterator[CellOutcome]:
+        ray = import_ray()
+        if not tasks:
+            return
+        joined, temp = self._connect(ray)
+        pending: dict[Any, CellTask] = {}
+        try:
+            runtime = ray.put(
+                {
+                    "config": self.models.config.to_json(),
+                    "cache_dir": self.models.cache_dir,
+                    "resources": dict(self.models.resources),
+                    "work_dir": self.models.work_dir,
+                    "request_timeout": os.environ.get("MEMORY_LAB_REQUEST_TIMEOUT"),
+                }
+            )
+            remote = ray.remote(_ray_cell).options(num_cpus=1, max_retries=0)
+            todo = deque(longest_first(tasks))
+            limit = self.at_once or len(tasks)
+            while todo or pending:
+                while todo and len(pending) < limit:
+                    task = todo.popleft()
+                    pending[remote.remote(runtime, task)] = task
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+                for ref in ready:
+                    yield self._collect(ray, ref, pending.pop(ref))
+        finally:
+            for ref in pending:
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # noqa: BLE001 - it ended meanwhile
+                    pass
+            if joined:
+                ray.shutdown()
+            if temp is not None:
+                shutil.rmtree(temp, ignore_errors=True)
+
+    def _connect(self, ray: Any) -> tuple[bool, str | None]:
+        """Join the cluster or start a local Ray: whether the run must leave it when done, and
+        the temporary folder of a Ray it started."""
+        if ray.is_initialized():
+            return False, None
+        settings: dict[str, Any] = {
+            "include_dashboard": False,
+            "logging_level": "ERROR",
+            "log_to_driver": False,
+        }
+        address = self.models.config.ray_address
+        if address:
+            import memory_lab
+
+            package = str(Path(memory_lab.__file__).parent)
+            ray.init(address=address, runtime_env={"py_modules": [package]}, **settings)
+            return True, None
+        # a short path: Ray's socket paths must fit in ~107 characters
+        temp = tempfile.mkdtemp(prefix="mlray-", dir="/tmp" if os.path.isdir("/tmp") else None)
+        cpus = self.at_once or os.cpu_count() or 1
+        try:
+            ray.init(num_cpus=cpus, _temp_dir=temp, **settings)
+        except BaseException:
+            shutil.rmtree(temp, ignore_errors=True)
+            raise
+        return True, temp
+
+    def _collect(self, ray: Any, ref: Any, task: CellTask) -> CellOutcome:
+        """The task's cell as a complete part, or a failed cell if its task failed."""
+        try:
+            records, tb = ray.get(ref)
+        except Exception as exc:  # noqa: BLE001 - e.g. its worker or node died
+            error = f"ray task failed: {type(exc).__name__}: {str(exc).splitlines()[0]}"
+            return record_failure(task, self.parts_dir, self.attempt + "-lost", error)
+        write_part(task, records, self.parts_dir, self.attempt)
+        return CellOutcome(task.index, records[-1], tb)
+
+
+_ray_models: dict[str, RunModels] = {}
+
+
+def _ray_cell(runtime: dict[str, Any], task: CellTask) -> tuple[list[dict[str, Any]], str | None]:
+    """A Ray task: one cell's records (closed by its cell record) and traceback if it failed.
+
+    The run's models are built once per worker process and kept for its next cells.
+    """
+    import json
+
+    key = json.dumps({k: runtime[k] for k in ("config", "cache_dir", "resources", "work_dir")})
+    records: list[dict[str, Any]] = []
+    models = _ray_models.get(key)
+    if models is None:
+        try:
+            if runtime.get("request_timeout"):
+                os.environ["MEMORY_LAB_REQUEST_TIMEOUT"] = runtime["request_timeout"]
+            limit_torch_threads(1)  # one CPU per task
+            models = RunModels.create(
+                RunConfig.from_json(runtime["config"]),
+                cache_dir=runtime["cache_dir"],
+                resources=runtime["resources"],
+                work_dir=runtime["work_dir"],
+            )
+        except Exception as exc:  # noqa: BLE001 - the cell fails with this error
+            record = CellRecord(
+                memory=task.spec.label,
+                memory_name=task.spec.name,
+                dialogue=task.dialogue.id,
+                status="failed",
+                error=f"worker could not start: {type(exc).__name__}: {exc}",
+                seconds=0.0,
+            ).to_dict()
+            return [record], traceback.format_exc()
+        _ray_models.clear()  # one run's models at a time
+        _ray_models[key] = models
+    _, tb = run_cell(task.spec, task.dialogue, models, records.append)
+    return records, tb

@@ -6,11 +6,14 @@ scripted exchange to the memory (``observe``); whatever the memory's own models 
 meanwhile is metered per role and charged to that turn. When a session's last exchange has been
 observed the memory is told (``end_session``), then the probes placed there are asked through
 the same chain. The chain reads the memory only through ``PromptMemory``, which never writes, so
-asking never changes what is remembered.
+asking never changes what is remembered. Probes placed after the same exchange are recalled one
+after another, then, with ``--concurrency`` N and a provider reader, sent to the model up to N
+at once (each thread with its own reader and meters): records are those of asking one by one.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 import warnings
@@ -127,6 +130,7 @@ class RunModels:
     cache_dir: str | None = None
     resources: Mapping[str, str] = field(default_factory=dict)
     work_dir: str | None = None
+    _probe_gate: threading.BoundedSemaphore | None = field(default=None, repr=False)
 
     @classmethod
     def create(
@@ -200,6 +204,24 @@ class RunModels:
             raise ValueError("RunModels.provider_embeddings must be set (use RunModels.create())")
         return self.provider_embeddings.view(on_embed)
 
+    def probe_concurrency(self) -> int:
+        """Probes after one exchange asked at once: ``--concurrency`` for a provider reader.
+
+        The offline reader is CPU-bound, so threads would only contend: it asks one by one.
+        """
+        if self.config.llm == "offline" or self.config.llm.startswith("offline:"):
+            return 1
+        return self.config.concurrency
+
+    def probe_gate(self) -> threading.BoundedSemaphore:
+        """At most ``probe_concurrency`` probe requests in flight across this process's cells."""
+        assert self._probe_gate is not None
+        return self._probe_gate
+
+    def __post_init__(self) -> None:
+        # made here, not on first use: cells in threads would race to make one each
+        self._probe_gate = threading.BoundedSemaphore(self.probe_concurrency())
+
     def shared_embeddings(self) -> OfflineEmbeddings:
         if self.embeddings is None:
             raise ValueError("RunModels.embeddings must be set (use RunModels.create())")
@@ -256,6 +278,50 @@ class PromptMemory(BaseMemory):
         """Read-only."""
 
 
+class FixedContext(BaseMemory):
+    """A probe's memory text, recalled beforehand through ``PromptMemory``: the chain that
+    answers it reads this, so probes can be answered in threads while recall stays in order."""
+
+    context: str = ""
+
+    @property
+    def memory_variables(self) -> list[str]:
+        return [MEMORY_KEY]
+
+    def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        return {MEMORY_KEY: self.context}
+
+    def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
+        """Read-only."""
+
+    def clear(self) -> None:
+        """Read-only."""
+
+
+@dataclass
+class Answerer:
+    """A reader (and judge) with meters of their own, over a ``FixedContext``: one per thread
+    answering a cell's probes."""
+
+    chain: Any
+    view: FixedContext
+    meter: Meter
+    callback: MeterCallback
+    judge: Any = None
+    judge_meter: Meter = field(default_factory=Meter)
+
+
+@dataclass
+class Recalled:
+    """What the memory gave one probe's prompt, and what recalling it cost."""
+
+    context: str
+    recall: Recall | None
+    truncated: bool
+    usage: Usage
+    seconds: float
+
+
 class Cell:
     """One (memory, dialogue) replay with its own memory, chain and meters."""
 
@@ -305,6 +371,37 @@ class Cell:
             input_key=INPUT_KEY,
             output_key=OUTPUT_KEY,
         )
+        self.answerers = [self._new_answerer(reader, self.answer_meter, self.answer_callback)]
+        self.answerers[0].judge = self.judge
+        self.answerers[0].judge_meter = self.judge_meter
+
+    def _new_answerer(self, reader: Any, meter: Meter, callback: MeterCallback) -> Answerer:
+        from langchain_classic.chains import ConversationChain
+
+        view = FixedContext()
+        chain = ConversationChain(
+            llm=reader,
+            prompt=CONVERSATION_PROMPT,
+            memory=view,
+            input_key=INPUT_KEY,
+            output_key=OUTPUT_KEY,
+        )
+        return Answerer(chain, view, meter, callback)
+
+    def _answerer(self, n: int) -> Answerer:
+        """The ``n``-th answerer (0: the cell's own reader and judge; others made on demand)."""
+        while len(self.answerers) <= n:
+            config = self.models.config
+            meter = Meter()
+            callback = MeterCallback(meter)
+            reader = self.models.chat_model(config.llm, "reader")
+            reader.callbacks = [callback]
+            answerer = self._new_answerer(reader, meter, callback)
+            if config.judge:
+                answerer.judge = self.models.chat_model(config.judge, "judge")
+                answerer.judge.callbacks = [MeterCallback(answerer.judge_meter)]
+            self.answerers.append(answerer)
+        return self.answerers[n]
 
     def _role_model(self, role: str, meter: Meter, name: str | None = None) -> Any:
         """The chat model serving ``role`` for this cell, its calls charged to ``meter``."""
@@ -461,18 +558,57 @@ class Cell:
 
     def ask(self, probe: Probe, ex: Exchange) -> ProbeRecord:
         """Ask a probe through the chain (the memory read-only) and score the reply."""
+        return self.answer(probe, ex, self.recall_for(probe, ex), self.answerers[0])
+
+    def ask_all(self, probes: list[Probe], ex: Exchange) -> Iterator[ProbeRecord]:
+        """Ask the probes placed after ``ex``, in order: recalled one by one, then answered up
+        to ``probe_concurrency`` at once; the records are those of asking one by one."""
+        width = min(len(probes), self.models.probe_concurrency())
+        if width <= 1:
+            for probe in probes:
+                yield self.ask(probe, ex)
+            return
+        recalled = [self.recall_for(probe, ex) for probe in probes]
+        answerers = [self._answerer(n) for n in range(width)]
+        gate = self.models.probe_gate()
+
+        def answer(n: int, i: int) -> ProbeRecord:
+            with gate:
+                return self.answer(probes[i], ex, recalled[i], answerers[n])
+
+        yield from in_threads(answer, len(probes), width)
+
+    def recall_for(self, probe: Probe, ex: Exchange) -> Recalled:
+        """Read what the memory puts into this probe's prompt, and what that cost."""
         started = time.perf_counter()
         self.at(ex)
         self.maintenance()
-        reply, prompt, answer_usage = self._invoke(probe.question)
-        memory_usage, _ = self.maintenance()
-        context = self.view.context
+        context = self.memory_context(probe.question)
+        usage, _ = self.maintenance()
+        recall, truncated = self.view.recall, self.view.truncated
+        return Recalled(context, recall, truncated, usage, time.perf_counter() - started)
+
+    def answer(
+        self, probe: Probe, ex: Exchange, recalled: Recalled, answerer: Answerer
+    ) -> ProbeRecord:
+        """Answer a recalled probe with ``answerer`` (safe in a thread) and score the reply."""
+        started = time.perf_counter()
+        answerer.view.context = recalled.context
+        answerer.meter.take()
+        answerer.callback.take_prompts()
+        reply = str(answerer.chain.invoke({INPUT_KEY: probe.question})[OUTPUT_KEY])
+        prompts = answerer.callback.take_prompts()
+        prompt, answer_usage = prompts[-1] if prompts else "", answerer.meter.take()
+        memory_usage = recalled.usage
+        context = recalled.context
         counted_prompt = count_tokens(prompt)
         score = score_probe(probe, reply, context)
-        recalled = self.view.recall.turn_ids if self.view.recall is not None else ()
+        recalled_ids = recalled.recall.turn_ids if recalled.recall is not None else ()
         evidence = {e: self.turn_text[e] for e in probe.evidence if e in self.turn_text}
         recall_share = (
-            None if probe.category == "abstention" else evidence_recall(evidence, context, recalled)
+            None
+            if probe.category == "abstention"
+            else evidence_recall(evidence, context, recalled_ids)
         )
         record = ProbeRecord(
             **self._ids(),
@@ -497,33 +633,33 @@ class Cell:
             usage_source="provider" if answer_usage.input_tokens else "tokenizer",
             cache_hit=answer_usage.cache_hits > 0,
             context_tokens=count_tokens(context),
-            truncated=self.view.truncated,
+            truncated=recalled.truncated,
             memory_tokens=memory_usage.total,
             embedding_tokens=memory_usage.embedding_tokens,
             seconds=0.0,
             prompt=prompt,
             evidence=list(probe.evidence),
             evidence_recall=recall_share,
-            recalled_turns=list(recalled) if recalled else None,
+            recalled_turns=list(recalled_ids) if recalled_ids else None,
             probe_metadata=dict(probe.metadata) if probe.metadata else None,
         )
-        if self.judge is not None:
+        if answerer.judge is not None:
             from memory_lab.judge import judge_reply
 
-            self.judge_meter.take()
+            answerer.judge_meter.take()
             verdict = judge_reply(
-                self.judge,
+                answerer.judge,
                 probe.question,
                 probe.answers,
                 reply,
                 abstention=probe.category == "abstention",
             )
-            record.judge_cache_hit = self.judge_meter.take().cache_hits > 0
+            record.judge_cache_hit = answerer.judge_meter.take().cache_hits > 0
             record.judge_correct = verdict.correct
             record.judge_raw = verdict.raw
             record.judge_input_tokens = verdict.input_tokens
             record.judge_output_tokens = verdict.output_tokens
-        record.seconds = time.perf_counter() - started
+        record.seconds = recalled.seconds + time.perf_counter() - started
         return record
 
     def snapshot(self) -> dict[str, Any]:
@@ -553,9 +689,46 @@ def replay_dialogue(
             for ex, ends in zip(exs, session_ends(dialogue, exs), strict=True):
                 for record in cell.replay_exchange(ex, ends):
                     emit(record.to_dict())
-                for probe in due.get(ex.index, ()):
-                    emit(cell.ask(probe, ex).to_dict())
+                for probe_record in cell.ask_all(due.get(ex.index, []), ex):
+                    emit(probe_record.to_dict())
                 if on_exchange is not None:
                     on_exchange()
         finally:
             cell.close()
+
+
+def in_threads(job: Callable[[int, int], Any], count: int, width: int) -> Iterator[Any]:
+    """``job(thread, i)`` for each i in ``range(count)`` on ``width`` daemon threads.
+
+    Yields the results in order of i, each once it and those before it are done; an error is
+    raised in its turn. Daemon threads: a provider call that hangs cannot hold up a stopping run.
+    """
+    results: dict[int, tuple[bool, Any]] = {}
+    done = threading.Condition()
+    claimed = iter(range(count))
+
+    def work(thread: int) -> None:
+        while True:
+            with done:
+                i = next(claimed, None)
+            if i is None:
+                return
+            try:
+                outcome = (True, job(thread, i))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller, in order
+                outcome = (False, exc)
+            with done:
+                results[i] = outcome
+                done.notify_all()
+
+    for thread in range(width):
+        name = f"memory-lab-probe-{thread}"
+        threading.Thread(target=work, args=(thread,), name=name, daemon=True).start()
+    for i in range(count):
+        with done:
+            while i not in results:
+                done.wait(0.5)
+            ok, value = results.pop(i)
+        if not ok:
+            raise value
+        yield value

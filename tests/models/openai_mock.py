@@ -6,7 +6,11 @@ usage numbers, so tests can check those numbers arrive in the records. With ``to
 (a function of the request body giving ``(name, args)`` pairs), a chat request that offers
 ``tools`` and does not end with tool results is answered with those tool calls
 (``finish_reason: tool_calls``) and ``TOOL_CALL_USAGE``; ``tool_calls_after_results`` answers
-tool results with tool calls too (a model that never stops calling).
+tool results with tool calls too (a model that never stops calling). ``delay`` seconds are
+added to every request (a provider's latency; ``max_in_flight`` counts how many overlapped);
+``echo`` answers each chat request with its prompt's line before the last (the question, above
+"AI:") and usage that depends on its length, so a reply or usage given to the wrong request
+shows in the records.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import hashlib
 import json
 import struct
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,7 +40,12 @@ def _vector(text: str) -> list[float]:
 class OpenAIMock:
     """Start with ``with OpenAIMock() as mock:``; ``mock.base_url`` goes to the client."""
 
-    def __init__(self) -> None:
+    def __init__(self, delay: float = 0.0, echo: bool = False) -> None:
+        self.delay = delay
+        self.echo = echo
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
         self.requests: list[dict] = []
         self.scripts: dict[str, deque] = {"chat": deque(), "embeddings": deque()}
         self.always: dict[str, tuple[int, str, dict] | None] = {"chat": None, "embeddings": None}
@@ -51,8 +61,27 @@ class OpenAIMock:
             def do_POST(self):  # noqa: N802 - http.server's naming
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                with mock._lock:  # in flight: from its arrival until its reply is ready
+                    mock.in_flight += 1
+                    mock.max_in_flight = max(mock.max_in_flight, mock.in_flight)
+                try:
+                    status, payload, headers = self.answer(body)
+                finally:
+                    with mock._lock:
+                        mock.in_flight -= 1
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def answer(self, body):
+                if mock.delay:
+                    time.sleep(mock.delay)
                 kind = "chat" if self.path.endswith("/chat/completions") else "embeddings"
-                mock.requests.append(
+                mock.requests.append(  # list.append: safe from the server's threads
                     {
                         "kind": kind,
                         "path": self.path,
@@ -64,14 +93,7 @@ class OpenAIMock:
                     mock.scripts[kind].popleft() if mock.scripts[kind] else None
                 )
                 status, text, headers = scripted or (200, mock.success(kind, body), {})
-                payload = text.encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                for key, value in headers.items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(payload)
+                return status, text.encode(), headers
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self.server.server_port}/v1"
@@ -115,6 +137,13 @@ class OpenAIMock:
             tools = self.tool_call_reply(body)
             if tools is not None:
                 return tools
+            reply, usage = self.reply, CHAT_USAGE
+            if self.echo:
+                prompt = str(body["messages"][-1]["content"])
+                lines = prompt.strip().splitlines() or [""]
+                reply = lines[-2] if len(lines) > 1 else lines[-1]  # the line before "AI:"
+                usage = {"prompt_tokens": len(prompt), "completion_tokens": len(reply)}
+                usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
             return json.dumps(
                 {
                     "id": "chatcmpl-mock",
@@ -124,11 +153,11 @@ class OpenAIMock:
                     "choices": [
                         {
                             "index": 0,
-                            "message": {"role": "assistant", "content": self.reply},
+                            "message": {"role": "assistant", "content": reply},
                             "finish_reason": "stop",
                         }
                     ],
-                    "usage": CHAT_USAGE,
+                    "usage": usage,
                 }
             )
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
