@@ -11,6 +11,7 @@ file the same way and prints both side by side, so the synthetic figures stay ho
     python benchmarks/locomo_scale.py                          # synthetic, five classic memories
     python benchmarks/locomo_scale.py --data locomo10.zip      # synthetic and real, side by side
     python benchmarks/locomo_scale.py --conversations 2 --memory buffer vector
+    python benchmarks/locomo_scale.py --speedup 2              # also --jobs 1 against --jobs 2
 
 Targets (issue 13): under 5 minutes wall and 3 GiB peak resident memory summed over all
 processes with ``--jobs 2``; a ``buffer`` probe over a 15K-token context under 50 ms; ``vector``
@@ -212,6 +213,19 @@ def write_dataset(folder: Path, conversations: int, seed: int = 0) -> Path:
     return path
 
 
+def real_subset(path: Path, folder: Path, args: argparse.Namespace) -> Path:
+    """``path`` itself, or its first ``--conversations`` records in a temporary file (deleted
+    with the run's temporary folder: no text of the dataset is kept)."""
+    from memory_lab.importers.locomo import _samples
+
+    samples = _samples(path)
+    if args.conversations >= len(samples):
+        return path
+    subset = folder / "locomo_subset.json"
+    subset.write_text(json.dumps([record for _, record in samples[: args.conversations]]))
+    return subset
+
+
 # ------------------------------------------------------------------------------- measurement
 def dataset_figures(source: str, conversations: int | None) -> dict[str, float]:
     import re
@@ -313,6 +327,13 @@ def main() -> int:
     parser.add_argument("--memory", nargs="+", default=CLASSIC_FIVE)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-synthetic", action="store_true", help="measure --data only")
+    parser.add_argument(
+        "--speedup",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also time --jobs 1 against --jobs 2 on N synthetic conversations",
+    )
     args = parser.parse_args()
     columns: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -322,12 +343,19 @@ def main() -> int:
             path = write_dataset(tmpdir, args.conversations, args.seed)
             sources.append(("synthetic", f"locomo:{path}"))
         if args.data:
-            sources.append(("real", f"locomo:{args.data}"))
+            sources.append(("real", f"locomo:{real_subset(Path(args.data), tmpdir, args)}"))
         for name, source in sources:
             figures = dataset_figures(source, args.conversations)
             print(f"{name}: measuring {source} ...", file=sys.stderr, flush=True)
             figures.update(measure(source, args, tmpdir / f"run-{name}"))
             columns[name] = figures
+        if args.speedup:
+            (tmpdir / "small").mkdir()
+            small = f"locomo:{write_dataset(tmpdir / 'small', args.speedup, args.seed)}"
+            walls = {}
+            for jobs in (1, 2):
+                once = argparse.Namespace(**{**vars(args), "jobs": jobs})
+                walls[jobs] = measure(small, once, tmpdir / f"speedup-{jobs}")["wall time (s)"]
     rows = list(dict.fromkeys(k for figures in columns.values() for k in figures))
     print(f"\n{'':38}" + "".join(f"{name:>14}" for name in columns))
     for row in rows:
@@ -340,6 +368,11 @@ def main() -> int:
         f"\n--jobs {args.jobs}, memories: {' '.join(args.memory)}; targets: wall under 300 s, "
         "peak under 3 GiB, buffer under 50 ms per probe, vector under 10 ms per exchange"
     )
+    if args.speedup:
+        print(
+            f"speed-up of --jobs 2 over --jobs 1 on {args.speedup} synthetic conversations: "
+            f"{walls[1]:.0f} s / {walls[2]:.0f} s = {walls[1] / walls[2]:.2f}x"
+        )
     return 0
 
 
