@@ -1,8 +1,8 @@
 """The default comparison: the five classic memories over builtin:classic, offline.
 
 Writes a results folder (run.json, records.jsonl, summary.csv, charts/, report.html), prints the
-summary table, the wall time and the chart and report paths. Target: under 2 minutes on a
-2-core laptop after set-up.
+summary table, the wall time and the chart and report paths. Target (issue 13): under 30 s on a
+2-core machine after set-up.
 
     python benchmarks/classic.py [--out DIR] [--memory SPEC ...]
 """
@@ -51,7 +51,7 @@ def main() -> int:
     print(format_summary(outcome.summary, results.run))
     print(format_reader_line(reader_accuracy(results), results.run))
     print("\n" + format_category_table(summarize_by_category(results)))
-    print(f"\nwall time: {wall:.1f} s (target: under 120 s on 2 cores)")
+    print(f"\nwall time: {wall:.1f} s (target: under 30 s on 2 cores)")
     print(f"results:   {outcome.path}/run.json, records.jsonl, summary.csv")
     charts = save_charts(results)
     print(f"charts:    {', '.join(str(p) for p in charts if p.suffix == '.png')} (+ .svg)")

@@ -36,7 +36,11 @@ from memory_lab.memories.registry import (
     spec_from_json,
 )
 from memory_lab.models import EMBEDDING_MODEL_NAME, TOKENIZER_NAME, model_name, model_params
-from memory_lab.models.embeddings import embedding_model_name, offline_embedding_model
+from memory_lab.models.embeddings import (
+    STORABLE_MODELS,
+    embedding_model_name,
+    offline_embedding_model,
+)
 from memory_lab.models.providers import check_provider
 from memory_lab.prompt import TEMPLATE
 from memory_lab.record_log import (
@@ -209,7 +213,12 @@ def run_benchmark(
             )
     effective = config.offline_stand_ins() if config.dry_run else config
     cache_dir = None
-    if config.cache is not False and effective.uses_provider():
+    # the offline reader ranks with e5, and offline memories may embed with it: its vectors are
+    # kept in the cache file too (bit-identical whoever computes them)
+    offline_e5 = effective.llm == "offline" or (
+        offline_embedding_model(effective.embeddings) in STORABLE_MODELS
+    )
+    if config.cache is not False and (effective.uses_provider() or offline_e5):
         from memory_lab.cache import default_cache_dir
 
         cache_dir = str(default_cache_dir() if config.cache is True else Path(config.cache))

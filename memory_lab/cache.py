@@ -371,3 +371,8 @@ def cached_embeddings(embeddings: Embeddings, cache_dir: Path, namespace: str) -
     )
     wrapped.counter = counter
     return wrapped
+
+
+def offline_embedding_store(cache_dir: str | Path) -> SQLiteByteStore:
+    """The cache file's store for offline embedding vectors (keys name the model)."""
+    return SQLiteByteStore(_database(Path(cache_dir) / CACHE_FILE), "offline:")

@@ -150,8 +150,13 @@ class RunModels:
 
             call_cache = CallCache(cache_dir)
         provider = None
+        store = None
+        if cache_dir is not None:  # offline e5 vectors are kept beside the model calls
+            from memory_lab.cache import offline_embedding_store
+
+            store = offline_embedding_store(cache_dir)
         offline_key = offline_embedding_model(config.embeddings)
-        memory_offline = OfflineEmbeddings(model=offline_key) if offline_key else None
+        memory_offline = OfflineEmbeddings(model=offline_key, store=store) if offline_key else None
         if offline_key is None:
             inner = provider_embeddings(config.embeddings, base_url=config.base_url)
             if cache_dir is not None:
@@ -163,7 +168,7 @@ class RunModels:
         if memory_offline is not None and memory_offline.model == READER_RETRIEVAL_MODEL:
             reader_retrieval = memory_offline
         else:
-            reader_retrieval = OfflineEmbeddings(model=READER_RETRIEVAL_MODEL)
+            reader_retrieval = OfflineEmbeddings(model=READER_RETRIEVAL_MODEL, store=store)
         return cls(
             config=config,
             embeddings=OfflineEmbeddings(),  # always: the offline reader uses it

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memory_lab.dialogue import Probe
 from memory_lab.normalize import find_any, normalize
@@ -75,12 +76,15 @@ def _shingles(words: list[str]) -> set[tuple[str, ...]]:
 
 
 class ContextIndex:
-    """A context prepared once for asking whether it carries turns."""
+    """A context prepared once for asking whether it carries turns.
+
+    The normalised words are kept as one space-delimited string: a word or a trigram is in the
+    context exactly when it occurs there between spaces, so nothing is built per word (a
+    15K-token buffer is prepared in milliseconds, and once per distinct context).
+    """
 
     def __init__(self, context: str):
-        words = normalize(context).split()
-        self.words = set(words)
-        self.trigrams = _shingles(words) if len(words) >= 3 else set()
+        self.text = " " + " ".join(normalize(context).split()) + " "
 
     def carries(self, text: str) -> bool:
         """Whether the context holds ``text`` verbatim or nearly (see the module docstring)."""
@@ -88,9 +92,16 @@ class ContextIndex:
         if not words:
             return False
         if len(words) < 3:
-            return all(w in self.words for w in words)
+            return all(f" {w} " in self.text for w in words)
         grams = _shingles(words)
-        return len(grams & self.trigrams) >= CARRY_SHARE * len(grams)
+        found = sum(1 for gram in grams if f" {' '.join(gram)} " in self.text)
+        return found >= CARRY_SHARE * len(grams)
+
+
+@lru_cache(maxsize=8)
+def context_index(context: str) -> ContextIndex:
+    """The ``ContextIndex`` of ``context`` (probes after one exchange share their context)."""
+    return ContextIndex(context)
 
 
 def evidence_recall(
@@ -99,7 +110,7 @@ def evidence_recall(
     """The share of evidence turns (id -> text) the context carries; None without evidence."""
     if not evidence:
         return None
-    index = ContextIndex(context)
+    index = context_index(context)
     reported = set(recalled_ids)
     carried = sum(1 for tid, text in evidence.items() if tid in reported or index.carries(text))
     return carried / len(evidence)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import threading
+from contextlib import closing
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
@@ -165,3 +166,32 @@ def test_default_cache_dir(monkeypatch, tmp_path):
     assert default_cache_dir() == tmp_path / "c"
     monkeypatch.delenv("MEMORY_LAB_CACHE")
     assert default_cache_dir().parts[-2:] == (".cache", "memory-lab")
+
+
+def test_an_offline_run_keeps_e5_vectors_and_a_rerun_reuses_them(tmp_path, mini_dialogue):
+    import sqlite3
+
+    from memory_lab import resolve_memories, run_benchmark
+    from memory_lab.results import read_records
+
+    def run(name: str, cache: bool | str) -> list[dict]:
+        outcome = run_benchmark(
+            resolve_memories(["vector"]),
+            [mini_dialogue],
+            tmp_path / name,
+            cache=cache,
+            progress=False,
+        )
+        return [
+            {k: v for k, v in r.items() if k != "seconds"}
+            for r in read_records(outcome.path)
+            if r["type"] in ("turn", "probe")
+        ]
+
+    cold = run("cold", str(tmp_path / "c"))
+    with closing(sqlite3.connect(tmp_path / "c" / "model-calls.sqlite")) as db:
+        (stored,) = db.execute(
+            "SELECT count(*) FROM embeddings WHERE key LIKE 'offline:%'"
+        ).fetchone()
+    assert stored > 0
+    assert run("warm", str(tmp_path / "c")) == cold == run("off", False)

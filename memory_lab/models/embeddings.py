@@ -22,6 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
+from langchain_core.stores import ByteStore
 
 from memory_lab.models.tokens import count_tokens
 
@@ -38,6 +39,8 @@ _ALIASES = {
     "multilingual-e5-small-q4": "multilingual-e5-small",
     "intfloat/multilingual-e5-small": "multilingual-e5-small",
 }
+# Models whose vectors may be kept in the on-disk cache (see OfflineEmbeddings.store).
+STORABLE_MODELS = frozenset({"multilingual-e5-small"})
 EMBEDDING_MODEL_NAME = EMBEDDING_MODELS[DEFAULT_EMBEDDING_MODEL]  # the default's recorded name
 # What memories embed with under ``--embeddings offline``: multilingual, because MiniLM rates
 # every Korean pair alike (vector context hits on builtin:classic, k=4: Korean 38% with MiniLM,
@@ -74,6 +77,10 @@ def embedding_model_name(model: str | None = None) -> str:
     return EMBEDDING_MODELS[resolve_embedding_model(model)]
 
 
+# MiniLM runs on one torch thread unless a --jobs worker is given more (limit_torch_threads) or
+# OMP_NUM_THREADS is set: on a busy 2-core machine torch's second thread spun instead of helping
+# (measured: one-question encodes 14 ms on one thread, 330 ms on two; a batch of 200 sentences
+# 0.9 s against 3.6 s), vectors are bit-identical, and runs parallelise across cells instead.
 _torch_threads: int | None = None
 
 
@@ -98,6 +105,8 @@ def _sentence_transformer():
 
     if _torch_threads is not None:
         torch.set_num_threads(_torch_threads)
+    elif "OMP_NUM_THREADS" not in os.environ:
+        torch.set_num_threads(1)
     transformers_logging.disable_progress_bar()  # no "Loading weights" bar in every run
     # oneDNN builds a kernel for every new input length; dialogue texts have hundreds of lengths,
     # which made encoding up to 20x slower (measured on Korean turns). Plain ATen is steady.
@@ -160,6 +169,10 @@ def _encode(model: str, texts: list[str], kind: str, batch_size: int) -> np.ndar
 class OfflineEmbeddings(Embeddings):
     """Bundled-model embeddings with a per-instance cache keyed by text hash (and e5 prefix).
 
+    With a ``store`` (the run's on-disk cache, ``--cache-dir``; off with ``--no-cache``) e5
+    vectors are also kept there, so ``--jobs`` workers embed each text once and a rerun not at
+    all; MiniLM stays in memory (its last bit depends on the batch it was encoded in).
+
     ``model`` picks the bundled model (``minilm``, the default, or ``multilingual-e5-small``);
     ``model_name`` is the name to record. ``on_embed`` is called with the number of tokens of
     every text a caller asks to embed (cache hits included: a real provider would bill each
@@ -171,12 +184,16 @@ class OfflineEmbeddings(Embeddings):
         on_embed: Callable[[int], None] | None = None,
         batch_size: int = 64,
         model: str | None = None,
+        store: ByteStore | None = None,
     ):
         self.model = resolve_embedding_model(model)
         self.on_embed = on_embed
         self.batch_size = batch_size
         self._cache: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
+        # Only a model whose vectors are a pure function of the text keeps them on disk: e5 is
+        # bit-identical across batches and processes; MiniLM's last bit depends on the batch.
+        self.store = store if self.model in STORABLE_MODELS else None
 
     @property
     def model_name(self) -> str:
@@ -192,12 +209,23 @@ class OfflineEmbeddings(Embeddings):
             self.on_embed(sum(count_tokens(t) for t in texts))
         keys = [self._key(t, kind) for t in texts]
         missing = list(dict.fromkeys(k for k in keys if k not in self._cache))
+        if missing and self.store is not None:
+            stored = self.store.mget([f"{self.model_name}|{k}" for k in missing])
+            with self._lock:
+                for k, raw in zip(missing, stored, strict=True):
+                    if raw is not None:
+                        self._cache[k] = np.frombuffer(raw, dtype=np.float32)
+            missing = [k for k in missing if k not in self._cache]
         if missing:
             first = {k: t for k, t in zip(keys, texts, strict=True)}
             vectors = _encode(self.model, [first[k] for k in missing], kind, self.batch_size)
             with self._lock:
                 for k, v in zip(missing, vectors, strict=True):
                     self._cache[k] = np.asarray(v, dtype=np.float32)
+            if self.store is not None:
+                self.store.mset(
+                    [(f"{self.model_name}|{k}", self._cache[k].tobytes()) for k in missing]
+                )
         return [self._cache[k] for k in keys]
 
     def matrix(self, texts: list[str], kind: str = "query") -> np.ndarray:
@@ -216,7 +244,9 @@ class OfflineEmbeddings(Embeddings):
 
     def view(self, on_embed: Callable[[int], None] | None) -> OfflineEmbeddings:
         """Embeddings sharing this cache that report tokens to ``on_embed`` (None: not at all)."""
-        other = OfflineEmbeddings(on_embed=on_embed, batch_size=self.batch_size, model=self.model)
+        other = OfflineEmbeddings(
+            on_embed=on_embed, batch_size=self.batch_size, model=self.model, store=self.store
+        )
         other._cache = self._cache
         other._lock = self._lock
         return other

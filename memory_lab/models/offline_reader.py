@@ -227,7 +227,7 @@ def question_names(question: str) -> frozenset[str]:
 
 def split_sentences(memory: str) -> list[str]:
     """Split a memory text into candidate sentences, without Human/AI speaker prefixes."""
-    return [text for text, _, _ in _sentences_with_speakers(memory)]
+    return [sent.text for line in memory.splitlines() for sent in _parsed_line(line)[1]]
 
 
 def _unstamped(line: str) -> tuple[str, str | None]:
@@ -237,29 +237,43 @@ def _unstamped(line: str) -> tuple[str, str | None]:
     return (line[stamp.end() :], stamp.group(1)) if stamp else (line, None)
 
 
-def _line_stamps(memory: str) -> dict[int, str]:
-    """Line number -> the date stamp it opens with (``[2026-03-02] ...``, see --timestamps)."""
-    out = {}
-    for number, line in enumerate(memory.splitlines()):
-        stamp = _unstamped(line)[1]
-        if stamp:
-            out[number] = stamp
-    return out
+@dataclass(frozen=True)
+class _Sentence:
+    """One candidate sentence with what the index needs of it (cached by text and speaker)."""
+
+    text: str
+    words: tuple[tuple[str, str], ...]  # (term, surface word), as in ``Features.words``
+    terms: tuple[str, ...]  # its terms and its speaker's, in the order the index meets them
+    kinds: int
+    question: bool
 
 
-def _sentences_with_speakers(memory: str) -> list[tuple[str, str, int]]:
-    """(sentence, speaker named at the start of its line or "", line number) in order.
+@lru_cache(maxsize=65536)
+def _sentence(text: str, speaker: str) -> _Sentence:
+    feats = features(text)
+    terms = set(feats.terms)
+    if speaker:
+        terms.update(features(speaker).terms)
+    return _Sentence(
+        text, feats.words, tuple(terms), feats.kinds, text.rstrip().endswith(("?", "？"))
+    )
 
-    A leading date stamp is not part of the sentence: it would add the same date terms to every
-    sentence of a session. ``answer`` reports it when the question asks when.
+
+@lru_cache(maxsize=65536)
+def _parsed_line(line: str) -> tuple[str | None, tuple[_Sentence, ...]]:
+    """A memory line's date stamp and its candidate sentences, without the speaker prefix.
+
+    A leading date stamp is not part of a sentence: it would add the same date terms to every
+    sentence of a session (``answer`` reports it when the question asks when). A speaker named
+    at the start of the line ("Caroline: ...") lends its terms to every sentence of it. Cached:
+    a growing buffer shows the same lines probe after probe, so each is analysed once.
     """
-    out: list[tuple[str, str, int]] = []
-    for number, line in enumerate(memory.splitlines()):
-        line = _unstamped(line)[0]
-        named = _NAMED_SPEAKER.match(line)
-        speaker = named.group(1) if named else ""
-        out.extend((part, speaker, number) for part in sentences(line) if features(part).terms)
-    return out
+    text, stamp = _unstamped(line)
+    named = _NAMED_SPEAKER.match(text)
+    speaker = named.group(1) if named else ""
+    return stamp, tuple(
+        _sentence(part, speaker) for part in sentences(text) if features(part).terms
+    )
 
 
 @dataclass
@@ -275,39 +289,46 @@ class _Index:
     kinds: np.ndarray
     questions: np.ndarray  # sentences that are themselves questions
     words: dict[int, str]  # column -> a surface English word, for soft matching
+    stamps: dict[int, str]  # line number -> its date stamp
     dense: np.ndarray | None = None
     passages: np.ndarray | None = None
     word_cols: np.ndarray | None = None
     word_vectors: np.ndarray | None = None
+    columns: sparse.csc_matrix | None = None  # ``matrix`` by column, for soft matching
 
 
 def _build_index(memory: str) -> _Index:
-    found = _sentences_with_speakers(memory)
-    texts = [text for text, _, _ in found]
-    lines = np.array([line for _, _, line in found], dtype=np.int64)
+    """The index of a memory text: one pass over its (cached) lines, IDF computed once."""
+    found: list[_Sentence] = []
+    line_of: list[int] = []
+    stamps: dict[int, str] = {}
+    for number, line in enumerate(memory.splitlines()):
+        stamp, parts = _parsed_line(line)
+        if stamp:
+            stamps[number] = stamp
+        found.extend(parts)
+        line_of.extend([number] * len(parts))
+    lines = np.array(line_of, dtype=np.int64)
     vocab: dict[str, int] = {}
-    rows, cols = [], []
-    kinds = np.zeros(len(texts), dtype=np.int8)
+    cols: list[int] = []
+    counts = np.zeros(len(found), dtype=np.int64)
     words: dict[int, str] = {}
-    for i, (text, speaker, _) in enumerate(found):
-        feats = features(text)
-        for term, word in feats.words:
+    for i, sent in enumerate(found):
+        for term, word in sent.words:
             words.setdefault(vocab.setdefault(term, len(vocab)), word)
-        terms = set(feats.terms)
-        if speaker:
-            terms.update(features(speaker).terms)
-        for term in terms:
-            rows.append(i)
-            cols.append(vocab.setdefault(term, len(vocab)))
-        kinds[i] = feats.kinds
-    data = np.ones(len(rows), dtype=np.float64)
-    matrix = sparse.csr_matrix((data, (rows, cols)), shape=(len(texts), len(vocab)))
-    n = len(texts)
+        cols.extend([vocab.setdefault(term, len(vocab)) for term in sent.terms])
+        counts[i] = len(sent.terms)
+    kinds = np.array([s.kinds for s in found], dtype=np.int8)
+    rows = np.repeat(np.arange(len(found)), counts)
+    data = np.ones(len(cols), dtype=np.float64)
+    matrix = sparse.csr_matrix((data, (rows, cols)), shape=(len(found), len(vocab)))
+    n = len(found)
     df = np.asarray(matrix.sum(axis=0)).ravel()
     idf = np.log((n + 1) / (df + 0.5))
     mass = matrix @ (idf**2)
-    questions = np.array([t.rstrip().endswith(("?", "？")) for t in texts], dtype=bool)
-    return _Index(texts, lines, vocab, matrix, idf, mass, kinds, questions, words)
+    questions = np.array([s.question for s in found], dtype=bool)
+    texts = [s.text for s in found]
+    return _Index(texts, lines, vocab, matrix, idf, mass, kinds, questions, words, stamps)
 
 
 READER_RETRIEVAL_MODEL = "multilingual-e5-small"
@@ -483,7 +504,9 @@ class OfflineReader(OfflineChatModel):
             close = np.flatnonzero(sims[:, j] >= self.soft_match)
             if not len(close):
                 continue
-            sub = index.matrix[:, index.word_cols[close]].multiply(sims[close, j][None, :])
+            if index.columns is None:
+                index.columns = index.matrix.tocsc()
+            sub = index.columns[:, index.word_cols[close]].multiply(sims[close, j][None, :])
             best = np.asarray(sub.max(axis=1).todense()).ravel()
             out += weight * best
         return out
@@ -512,7 +535,7 @@ class OfflineReader(OfflineChatModel):
     def answer(self, prompt: str) -> str:
         """The reply to a prompt laid out by the shared template."""
         memory, question = split_prompt(prompt)
-        if not features(question).terms or not split_sentences(memory):
+        if not features(question).terms or not self._index(memory).sentences:
             return ABSTAIN_REPLY
         index, score, evidence = self.scores(memory, question)
         threshold = self.threshold_hangul if is_hangul_text(question) else self.threshold
@@ -544,7 +567,7 @@ class OfflineReader(OfflineChatModel):
         reply = " ".join(index.sentences[i] for i in sorted(chosen))
         if cues & TIME and not any(index.kinds[i] & TIME for i in chosen):
             # asked when, and the sentence names no time: say when it was said, if stamped
-            stamps = _line_stamps(memory)
+            stamps = index.stamps
             said = list(
                 dict.fromkeys(stamps[n] for i in chosen if (n := int(index.lines[i])) in stamps)
             )

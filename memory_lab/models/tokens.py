@@ -6,6 +6,7 @@ memory-lab builds counts with this tokenizer instead, so nothing ever tries to d
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -26,9 +27,30 @@ def token_ids(text: str) -> list[int]:
     return encoding().encode(text, disallowed_special=())
 
 
+# cl100k's pre-tokenizer never lets a token cross the point between a line break and a
+# non-space character (a piece reaches past "\n" only into more whitespace), so a long text's
+# count is the sum of its lines' counts: exact, not an estimate (checked against whole-text
+# counts on LoCoMo and the built-in suites, including runs of blank and space-only lines).
+_LINE_END = re.compile(r"(?<=\n)(?=\S)")
+_WHOLE = 1024  # texts shorter than this are counted in one go
+
+
+@lru_cache(maxsize=65536)
+def _count_lines(piece: str) -> int:
+    return len(token_ids(piece))
+
+
 def count_tokens(text: str) -> int:
-    """Number of tokens in ``text``."""
-    return len(token_ids(text)) if text else 0
+    """Number of tokens in ``text``.
+
+    A long text is counted line by line, each line's count cached: a growing buffer re-renders
+    the same lines into every prompt, and each is tokenised once per process.
+    """
+    if not text:
+        return 0
+    if len(text) < _WHOLE:
+        return len(token_ids(text))
+    return sum(_count_lines(piece) for piece in _LINE_END.split(text))
 
 
 def count_message_tokens(messages: Sequence[BaseMessage]) -> int:

