@@ -8,6 +8,7 @@ The factories configure the langchain-classic classes as they are; nothing is re
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -139,18 +140,48 @@ def chroma_client() -> Any:
 _CHROMA: Any = None
 
 
-def vector(res: MemoryResources, k: int = 4) -> ClassicMemory:
+def collection_name(cell_id: str, suffix: str) -> str:
+    """A Chroma collection name: 3-512 characters of [a-zA-Z0-9._-], alphanumeric at both ends."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{cell_id}-{suffix}")
+    name = re.sub(r"\.{2,}", ".", name).strip("._-")[:512].strip("._-")
+    return name if len(name) >= 3 else f"ml-{name or 'cell'}"
+
+
+def cell_collection(res: MemoryResources, suffix: str = "") -> Any:
+    """The cell's own Chroma collection (cosine space), dropped when the cell closes.
+
+    It embeds nothing itself (no embedding function: Chroma's default would download a model);
+    callers add and query with vectors from the run's metered embeddings.
+    """
+    client = chroma_client()
+    name = collection_name(res.cell_id, suffix) if suffix else res.cell_id
+    collection = client.get_or_create_collection(
+        name=name, embedding_function=None, metadata={"hnsw:space": "cosine"}
+    )
+    res.on_close(lambda: client.delete_collection(name))
+    return collection
+
+
+def cell_vector_store(res: MemoryResources) -> Any:
+    """A LangChain ``Chroma`` store over the cell's own collection, embedding with the run's
+    metered embeddings (always ours), dropped when the cell closes."""
     from langchain_chroma import Chroma
-    from langchain_classic.memory import VectorStoreRetrieverMemory
 
     client = chroma_client()
     store = Chroma(
         collection_name=res.cell_id,
-        embedding_function=res.embeddings,  # always ours: Chroma's default would download
+        embedding_function=res.embeddings,
         client=client,
         collection_metadata={"hnsw:space": "cosine"},
     )
     res.on_close(lambda: client.delete_collection(res.cell_id))
+    return store
+
+
+def vector(res: MemoryResources, k: int = 4) -> ClassicMemory:
+    from langchain_classic.memory import VectorStoreRetrieverMemory
+
+    store = cell_vector_store(res)
     retriever = store.as_retriever(search_kwargs={"k": k})
     memory = VectorStoreRetrieverMemory(
         retriever=retriever, memory_key=MEMORY_KEY, input_key=INPUT_KEY

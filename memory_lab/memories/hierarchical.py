@@ -31,12 +31,11 @@ makes before saving that exchange); probes never change the memory.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from memory_lab.memories.classic import chroma_client
+from memory_lab.memories.classic import cell_collection
 from memory_lab.memories.protocol import (
     Exchange,
     Item,
@@ -300,13 +299,6 @@ class HierarchicalMemory:
         """The collection is dropped through the factory's ``on_close``."""
 
 
-def collection_name(cell_id: str, suffix: str) -> str:
-    """A Chroma collection name: 3-512 characters of [a-zA-Z0-9._-], alphanumeric at both ends."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{cell_id}-{suffix}")
-    name = re.sub(r"\.{2,}", ".", name).strip("._-")[:512].strip("._-")
-    return name if len(name) >= 3 else f"ml-{name or 'cell'}"
-
-
 def hierarchical(
     res: MemoryResources,
     short_term_limit: int = 10,
@@ -321,12 +313,7 @@ def hierarchical(
     minutes_per_exchange: float = 2.0,
     session_gap_hours: float = 24.0,
 ) -> HierarchicalMemory:
-    client = chroma_client()
-    name = collection_name(res.cell_id, "longterm")
-    collection = client.create_collection(
-        name, metadata={"hnsw:space": "cosine"}, embedding_function=None
-    )
-    res.on_close(lambda: client.delete_collection(name))
+    collection = cell_collection(res, "longterm")
     weights = ScoreWeights(
         importance_weight,
         recency_weight,

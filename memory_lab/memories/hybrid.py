@@ -350,7 +350,7 @@ def hybrid(
     candidates: int = 20,
     rerank: str = "",
 ) -> HybridMemory:
-    from memory_lab.memories.classic import chroma_client
+    from memory_lab.memories.classic import cell_collection
 
     params = dict(
         k=k,
@@ -361,13 +361,7 @@ def hybrid(
         rerank=rerank,
     )
     check_params(params)
-    client = chroma_client()
-    collection = client.get_or_create_collection(
-        name=res.cell_id,
-        embedding_function=None,  # we embed: Chroma's default would download a model
-        metadata={"hnsw:space": "cosine"},
-    )
-    res.on_close(lambda: client.delete_collection(res.cell_id))
+    collection = cell_collection(res)
     return HybridMemory(
         collection,
         res.embeddings.embed_documents,

@@ -658,18 +658,9 @@ def memgpt(
     max_steps: int = 5,
     scan: int = 200,
 ) -> MemGPTMemory:
-    from langchain_chroma import Chroma
+    from memory_lab.memories.classic import cell_vector_store
 
-    from memory_lab.memories.classic import chroma_client
-
-    client = chroma_client()
-    store = Chroma(
-        collection_name=res.cell_id,
-        embedding_function=res.embeddings,  # always ours: Chroma's default would download
-        client=client,
-        collection_metadata={"hnsw:space": "cosine"},
-    )
-    res.on_close(lambda: client.delete_collection(res.cell_id))
+    store = cell_vector_store(res)
     return MemGPTMemory(
         rule_model(res.memory_llm),
         store,
