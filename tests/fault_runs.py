@@ -122,6 +122,23 @@ def write_dialogues(folder: Path) -> str:
     return str(folder)
 
 
+def reference_run(folder: Path) -> tuple[str, Path]:
+    """The dialogues written in ``folder``, and the records of one uninterrupted run of them
+    through ``MEMORIES`` in this process (one job)."""
+    from memory_lab import load_dialogues, resolve_memories, run_benchmark
+
+    dialogues = write_dialogues(folder / "dialogues")
+    out = folder / "reference"
+    run_benchmark(
+        resolve_memories(MEMORIES),
+        load_dialogues(dialogues),
+        out,
+        sources=[dialogues],
+        progress=False,
+    )
+    return dialogues, out
+
+
 def run_argv(dialogues: str, out: Path, executor: str) -> list[str]:
     return ["run", "--memory", *MEMORIES, "--dialogues", dialogues, "--out", str(out)] + [
         "--quiet",

@@ -25,7 +25,7 @@ from memory_lab import faults, load_dialogues, resolve_memories, run_benchmark
 from memory_lab.benchmark import resume_benchmark
 from memory_lab.cli import main
 
-from .fault_runs import MEMORIES, records_of, write_dialogues
+from .fault_runs import MEMORIES, records_of, reference_run
 
 ray = pytest.importorskip("ray")
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,17 +52,7 @@ def cluster():
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """Two Korean dialogues, and the records of one job running them through 3 memories."""
-    folder = tmp_path_factory.mktemp("ray")
-    dialogues = write_dialogues(folder / "dialogues")
-    out = folder / "one-job"
-    run_benchmark(
-        resolve_memories(MEMORIES),
-        load_dialogues(dialogues),
-        out,
-        sources=[dialogues],
-        progress=False,
-    )
-    return dialogues, out
+    return reference_run(tmp_path_factory.mktemp("ray"))
 
 
 def wait_for_a_lasting_part(parts: Path, alive, seconds: float = 120) -> None:

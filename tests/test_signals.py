@@ -19,11 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from memory_lab import load_dialogues, resolve_memories, run_benchmark
 from memory_lab.cli import main
 from memory_lab.results import RECORDS_FILE
 
-from .fault_runs import MEMORIES, compare, run_argv, wait_for_empty_group, write_dialogues
+from .fault_runs import (
+    compare,
+    reference_run,
+    run_argv,
+    wait_for_empty_group,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,17 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """The dialogues, and the records of an uninterrupted run of them."""
-    folder = tmp_path_factory.mktemp("signals")
-    dialogues = write_dialogues(folder / "dialogues")
-    out = folder / "reference"
-    run_benchmark(
-        resolve_memories(MEMORIES),
-        load_dialogues(dialogues),
-        out,
-        sources=[dialogues],
-        progress=False,
-    )
-    return dialogues, out
+    return reference_run(tmp_path_factory.mktemp("signals"))
 
 
 @pytest.fixture
