@@ -9,7 +9,10 @@ and scores the reply with ``score_probe``. Per language it prints:
 - ``acc|hit``: reader accuracy on those (the instrument's own limit);
 - ``abst acc``: abstention probes answered with an abstention; ``abst rate``: share of the
   answerable hit probes the reader abstained on (so abstaining everywhere shows);
-- ``ms/probe``: reader time per probe.
+- ``ms/probe``: reader time per probe;
+- with ``--ranks``: where the reader's ranking puts the first sentence that holds an accepted
+  answer (among hit probes): first, in the top 3, in the top 10. ``top1`` against ``acc|hit``
+  tells whether the instrument's limit is finding the sentence or deciding to answer.
 
 Usage::
 
@@ -28,10 +31,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
+
 from memory_lab.dialogue import Dialogue, parse_documents  # noqa: E402
 from memory_lab.models import OfflineReader  # noqa: E402
 from memory_lab.models.embeddings import OfflineEmbeddings  # noqa: E402
-from memory_lab.prompt import INPUT_KEY, OUTPUT_KEY, render_prompt  # noqa: E402
+from memory_lab.normalize import find_any  # noqa: E402
+from memory_lab.prompt import INPUT_KEY, OUTPUT_KEY, render_prompt, split_prompt  # noqa: E402
 from memory_lab.runner import exchanges, quiet_classic_deprecations  # noqa: E402
 from memory_lab.scoring import score_probe  # noqa: E402
 from memory_lab.sources import load_dialogues  # noqa: E402
@@ -85,6 +91,17 @@ def buffer_prompts(dialogue: Dialogue, timestamps: bool = True):
                     yield probe, render_prompt(context, probe.question), context
 
 
+def answer_rank(reader: OfflineReader, prompt: str, answers: list[str]) -> int | None:
+    """1-based position, in the reader's ranking, of the first sentence holding an answer."""
+    memory, question = split_prompt(prompt)
+    index, score, _ = reader.scores(memory, question)
+    order = np.lexsort((np.arange(len(score)), -score))
+    for position, i in enumerate(order, 1):
+        if find_any(index.sentences[int(i)], answers) is not None:
+            return position
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("sources", nargs="+", help="builtin:NAME, a folder/file, locomo:PATH")
@@ -92,11 +109,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--misses", type=int, default=0, help="print this many misses")
     parser.add_argument("--categories", action="store_true", help="accuracy per category too")
     parser.add_argument(
+        "--ranks", action="store_true", help="rank of the answer's sentence in the reader's order"
+    )
+    parser.add_argument(
         "--timestamps", choices=["on", "off"], default="on", help="as memory-lab run --timestamps"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a reader parameter for this measurement (tune on a dev split only), repeatable",
     )
     args = parser.parse_args(argv)
 
-    reader = OfflineReader(embeddings=OfflineEmbeddings())
+    params = {}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep or name not in OfflineReader.model_fields:
+            parser.error(f"--set {item!r}: expected NAME=VALUE with a reader parameter name")
+        params[name] = type(OfflineReader.model_fields[name].default)(
+            value.lower() in ("1", "true", "yes") if value.lower() in ("true", "false") else value
+        )
+    reader = OfflineReader(embeddings=OfflineEmbeddings(), **params)
     print("reader:", reader._identifying_params)
     for source in args.sources:
         stats: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
@@ -122,10 +157,15 @@ def main(argv: list[str] | None = None) -> int:
                     s[f"cat:{probe.category}:ok"] += score.correct
                     if not score.correct:
                         misses.append((dialogue.id, probe, reply))
+                    if args.ranks:
+                        rank = answer_rank(reader, prompt, list(probe.answers))
+                        for top in (1, 3, 10):
+                            s[f"top{top}"] += rank is not None and rank <= top
         print(f"\n{source}" + (f" (samples {args.samples})" if args.samples else ""))
         print(
             f"{'lang':5} {'n':>5} {'hit':>5} {'acc|hit':>8} {'abst n':>7} {'abst acc':>9}"
             f" {'abst rate':>10} {'ms/probe':>9}"
+            + (f" {'top1':>6} {'top3':>6} {'top10':>6}" if args.ranks else "")
         )
         for lang, s in sorted(stats.items()):
             hit, abst = s["hit"], s["abst_n"]
@@ -136,6 +176,11 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{lang:5} {int(s['n']):5d} {int(hit):5d} {acc} {int(abst):7d} {abst_acc}"
                 f" {rate} {ms:9.1f}"
+                + (
+                    "".join(f" {s[f'top{t}'] / hit:6.1%}" for t in (1, 3, 10))
+                    if args.ranks and hit
+                    else ""
+                )
             )
             if args.categories:
                 cats = sorted({k.split(":")[1] for k in s if k.startswith("cat:")})

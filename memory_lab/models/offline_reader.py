@@ -22,7 +22,13 @@ each against the question with general, corpus-independent machinery:
   a best passage that shares nothing with the question but its names (the right person, not
   what is asked: "Marco's hourly wage" against "Marco asked for a raise"), makes it abstain;
 - kinds: asked for a number or a time, a reply that holds none (nor a session date stamp)
-  is replaced by an abstention.
+  is replaced by an abstention;
+- novelty: a sentence whose terms the question already holds restates the topic ("Bought the
+  bike!") and cannot hold the answer; ranking credits the IDF mass of a sentence's terms that
+  are not the question's, saturating at a few average terms;
+- who said it: a question in the first person ("What did I pay...", "제 직무가...") asks what
+  the user said, so the assistant's sentences (its reactions often echo the topic) rank a little
+  lower.
 
 It replies with the best sentence(s), or abstains below a threshold. It never sees expected
 answers. Per-sentence features are cached by text and a memory's index (term matrix, IDF,
@@ -51,6 +57,7 @@ from memory_lab.prompt import split_prompt
 ABSTAIN_REPLY = "I don't know."
 
 _SPEAKER = re.compile(r"^\s*(human|ai|user|assistant|input|response|system)\s*:\s*", re.I)
+_ASSISTANT = frozenset({"ai", "assistant", "response"})
 # A transcript line may name its speaker ("Caroline: ..."): every sentence of it is by them.
 _STAMP = re.compile(r"^\[([^\[\]\n]{1,80})\]\s*")
 _NAMED_SPEAKER = re.compile(r"^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+(?=\S)")
@@ -105,6 +112,9 @@ _KO_TIME_UNITS = frozenset("년 월 일 시 분 초 주".split())
 _KO_NUMERAL_DETERMINERS = frozenset(
     "한 두 세 석 네 넉 다섯 여섯 일곱 여덟 아홉 열 스무 두세 서너".split()
 )
+# First-person pronouns (closed class): a question holding one asks about the user.
+_EN_FIRST_PERSON = frozenset("i me my mine myself we us our ours ourselves".split())
+_KO_FIRST_PERSON = frozenset("나 저 우리 저희".split())
 # Content morphemes for Korean: nouns, numbers, foreign words, verb and adjective stems, roots.
 _KO_CONTENT = ("NNG", "NNP", "NNB", "NR", "SN", "SL", "SH", "VV", "VA", "XR")
 
@@ -161,6 +171,7 @@ class Features:
     words: tuple[tuple[str, str], ...]  # (term, a surface word) for English content words
     kinds: int  # NUMBER | TIME | NAME expressions present
     cues: int  # question-type cues (for questions)
+    first_person: bool = False  # "I", "my", "we"...; Korean 나, 저, 우리 (pronouns, by tag)
 
 
 @lru_cache(maxsize=131072)
@@ -170,6 +181,7 @@ def features(text: str) -> Features:
     terms: set[str] = set()
     surface: dict[str, str] = {}
     kinds = cues = 0
+    first_person = False
     for pattern, cue in _EN_TYPE_CUES:
         if pattern.search(norm):
             cues |= cue
@@ -179,6 +191,8 @@ def features(text: str) -> Features:
         prev = None
         for token in _kiwi().tokenize(norm):
             tag, form = token.tag.split("-")[0], token.form
+            if tag == "NP" and form in _KO_FIRST_PERSON:
+                first_person = True
             if form in _KO_INTERROGATIVES:
                 cues |= _KO_INTERROGATIVES[form]
             elif tag == "MM" and form in _KO_NUMERAL_DETERMINERS:
@@ -194,6 +208,8 @@ def features(text: str) -> Features:
             prev = tag
         words = [w for w in words if not _HANGUL.search(w)]
     for word in words:
+        if word in _EN_FIRST_PERSON:
+            first_person = True
         if _DIGIT.search(word):
             kinds |= NUMBER
             if re.fullmatch(r"(1[89]|20)\d\d|\d{1,2}(st|nd|rd|th)|\d{1,2}(am|pm)", word):
@@ -212,7 +228,7 @@ def features(text: str) -> Features:
         kinds |= NAME
     if re.search(r"\d:\d\d", text):
         kinds |= TIME
-    return Features(frozenset(terms), tuple(sorted(surface.items())), kinds, cues)
+    return Features(frozenset(terms), tuple(sorted(surface.items())), kinds, cues, first_person)
 
 
 @lru_cache(maxsize=4096)
@@ -290,6 +306,7 @@ class _Index:
     questions: np.ndarray  # sentences that are themselves questions
     words: dict[int, str]  # column -> a surface English word, for soft matching
     stamps: dict[int, str]  # line number -> its date stamp
+    assistant: np.ndarray  # sentences said by the assistant (an "AI:"/"response:" line)
     dense: np.ndarray | None = None
     passages: np.ndarray | None = None
     word_cols: np.ndarray | None = None
@@ -302,12 +319,15 @@ def _build_index(memory: str) -> _Index:
     found: list[_Sentence] = []
     line_of: list[int] = []
     stamps: dict[int, str] = {}
+    by_assistant: list[bool] = []
     for number, line in enumerate(memory.splitlines()):
         stamp, parts = _parsed_line(line)
         if stamp:
             stamps[number] = stamp
         found.extend(parts)
         line_of.extend([number] * len(parts))
+        role = _SPEAKER.match(line)
+        by_assistant.extend([bool(role) and role.group(1).lower() in _ASSISTANT] * len(parts))
     lines = np.array(line_of, dtype=np.int64)
     vocab: dict[str, int] = {}
     cols: list[int] = []
@@ -328,7 +348,10 @@ def _build_index(memory: str) -> _Index:
     mass = matrix @ (idf**2)
     questions = np.array([s.question for s in found], dtype=bool)
     texts = [s.text for s in found]
-    return _Index(texts, lines, vocab, matrix, idf, mass, kinds, questions, words, stamps)
+    assistant = np.array(by_assistant, dtype=bool)
+    return _Index(
+        texts, lines, vocab, matrix, idf, mass, kinds, questions, words, stamps, assistant
+    )
 
 
 READER_RETRIEVAL_MODEL = "multilingual-e5-small"
@@ -361,6 +384,12 @@ class OfflineReader(OfflineChatModel):
     question_penalty: float = 0.8
     answer_carry: float = 0.9  # share of a question's score its reply (next turn) inherits
     context_carry: float = 0.5  # share of any sentence's score the next sentence inherits
+    # Ranking credit for what a sentence adds to the question: novelty_weight times the IDF mass
+    # of its terms the question lacks, in units of novelty_saturation average terms, capped at 1.
+    novelty_weight: float = 0.2
+    novelty_saturation: float = 4.0
+    # Ranking multiplier for the assistant's sentences when the question is in the first person.
+    assistant_weight: float = 0.8
     max_sentences: int = 2
     second_sentence_ratio: float = 0.9
     # Abstain when the question names someone or something (a capitalised word) the memory
@@ -379,7 +408,7 @@ class OfflineReader(OfflineChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {
             "model": "offline-reader",
-            "version": 4,
+            "version": 5,
             "threshold": self.threshold,
             "threshold_hangul": self.threshold_hangul,
             "lexical_weight": self.lexical_weight,
@@ -391,6 +420,9 @@ class OfflineReader(OfflineChatModel):
             "question_penalty": self.question_penalty,
             "answer_carry": self.answer_carry,
             "context_carry": self.context_carry,
+            "novelty_weight": self.novelty_weight,
+            "novelty_saturation": self.novelty_saturation,
+            "assistant_weight": self.assistant_weight,
             "max_sentences": self.max_sentences,
             "second_sentence_ratio": self.second_sentence_ratio,
             "names_rule": self.names_rule,
@@ -460,6 +492,13 @@ class OfflineReader(OfflineChatModel):
             sims = index.passages @ self.retrieval.matrix([question])[0]
             w = self.retrieval_hangul_weight if hangul else self.retrieval_weight
             ranking = evidence + w * sims
+        if self.novelty_weight and len(index.idf):
+            asked = index.idf**2 * (weights > 0)
+            novel = index.mass - index.matrix @ asked
+            unit = self.novelty_saturation * float(np.mean(index.idf**2))
+            ranking = ranking + self.novelty_weight * np.minimum(1.0, novel / unit)
+        if q.first_person and self.assistant_weight != 1:
+            ranking = np.where(index.assistant, ranking * self.assistant_weight, ranking)
         return index, self._shape(index, q, ranking), self._shape(index, q, evidence)
 
     def _shape(self, index: _Index, q: Features, score: np.ndarray) -> np.ndarray:

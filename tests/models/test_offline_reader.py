@@ -97,6 +97,38 @@ def test_reader_abstains_on_a_tempting_fact_about_the_same_name(reader):
     assert reader._identifying_params["names_rule"] is True
 
 
+def test_a_sentence_that_only_restates_the_question_ranks_below_one_that_adds_to_it(run_models):
+    memory = (
+        "Human: Piano lessons, piano lessons, piano lessons!\n"
+        "AI: Fun.\n"
+        "Human: Mrs. Alvarez, a retired concert pianist from Vienna, teaches them on Thursdays."
+    )
+    question = "Who gives my piano lessons?"
+    embeddings = run_models.shared_embeddings()
+    _, with_novelty, _ = OfflineReader(embeddings=embeddings).scores(memory, question)
+    _, without, _ = OfflineReader(embeddings=embeddings, novelty_weight=0).scores(memory, question)
+    assert with_novelty[2] > with_novelty[0]
+    assert without[2] < without[0]  # what the novelty credit changes
+
+
+def test_a_first_person_question_is_about_what_the_user_said(run_models):
+    memory = (
+        "Human: I finally bought the new bike!\n"
+        "AI: A new bike is a great purchase, and bikes make the commute fun.\n"
+        "Human: It is a second-hand Trek gravel frame, 950 euros.\n"
+        "AI: Nice."
+    )
+    prompt = render_prompt(memory, "Which brand is my new bike?")
+    embeddings = run_models.shared_embeddings()
+    reply = OfflineReader(embeddings=embeddings).invoke(prompt).content
+    echo = OfflineReader(embeddings=embeddings, assistant_weight=1).invoke(prompt).content
+    assert "great purchase" in echo and "great purchase" not in reply
+    assert features("What did I pay?").first_person
+    assert features("우리 결혼식이 언제였지?").first_person
+    assert not features("What did Caroline pay?").first_person
+    assert not features("제주도 여행은 언제야?").first_person  # 제주도 is a place, not "my"
+
+
 def test_reader_never_answers_from_the_question_itself(reader):
     reply = ask(reader, "", "Is my cat called Mochi?")
     assert "Mochi" not in reply
