@@ -69,9 +69,7 @@ def main() -> int:
         totals = [0, 0, 0, 0, 0, 0, 0.0]
         for executor, runs in zip(EXECUTORS, args.runs, strict=True):
             row = [runs, 0, 0, 0, 0, 0, 0.0]
-            for n, (points, resume_with) in enumerate(
-                plan(executor, runs, args.seed, size)
-            ):
+            for n, (points, resume_with) in enumerate(plan(executor, runs, args.seed, size)):
                 out = base / f"{executor}-{n}"
                 trial = kill_and_resume(
                     launcher, dialogues, reference, out, executor, points, resume_with

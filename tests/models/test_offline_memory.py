@@ -49,9 +49,7 @@ def test_extract_reuses_the_key_of_a_known_fact_it_restates():
     known = [("prefer_aisle_seats", "I prefer aisle seats on long flights."), ("cat", "Mochi")]
     transcript = "Human: These days I prefer window seats on long flights.\nAI: Noted."
     facts = parse_json_reply(str(model.invoke(extract_prompt(transcript, known=known)).content))
-    assert [(f["key"], f["kind"]) for f in facts["facts"]] == [
-        ("prefer_aisle_seats", "preference")
-    ]
+    assert [(f["key"], f["kind"]) for f in facts["facts"]] == [("prefer_aisle_seats", "preference")]
     other = "Human: I prefer green tea in the morning.\nAI: Nice."  # a different preference
     facts = parse_json_reply(str(model.invoke(extract_prompt(other, known=known)).content))
     assert [f["key"] for f in facts["facts"]] == ["prefer_green_tea"]
