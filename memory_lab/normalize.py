@@ -197,7 +197,10 @@ _COUNTER_ALT = "|".join(_COUNTERS)
 _COUNTER_PARTICLES = (
     "이가은는을를도만에의로으과와나씩쯤정째밖야예요뿐까부동반전후랑께보마라짜였인입간"
 )
-_AFTER_COUNTER = rf"(?=[^가-힣]|$|[{_COUNTER_PARTICLES}])"
+# Endings that join a counter as a copula drops its 이 ("스무 개면", "세 개니까", "두 번이고"),
+# except where counter and ending make another word ("한 장면": one scene).
+_COUNTER_ENDINGS = "면니지고던데든"
+_AFTER_COUNTER = rf"(?=[^가-힣]|$|[{_COUNTER_PARTICLES}]|(?<!장)[{_COUNTER_ENDINGS}])"
 # What may follow a standalone native number ("셋이야", "둘은"), never "넷플릭스" or "하나님".
 _AFTER_STANDALONE = r"(?=[^가-힣]|$|[이가은는을를만야요예에의과와랑뿐까밖씩쯤로으])"
 _UNIT_MODIFIERS = {

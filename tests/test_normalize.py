@@ -162,6 +162,9 @@ def test_number_words_in_a_list_stay_separate():
         ("열두 개", "12개"),
         ("하나 둘 셋", "2"),
         ("3시간 동안", "세 시간"),
+        ("하루 스무 개면 충분해", "20개"),  # copula endings without 이
+        ("세 개니까 남겠다", "3개"),
+        ("두 번이고 세 번이고", "2번"),
         ("부산으로 이사했어요", "부산"),
         ("저는 김지수예요", "김지수"),
     ],
@@ -181,6 +184,7 @@ def test_korean_numbers_and_counters(text, answer):
         ("하나님", "1"),
         ("세상에", "3"),
         ("네, 시간이 없어요", "4시간"),
+        ("영화의 한 장면", "1장"),  # 장면 is a scene, not one sheet
     ],
 )
 def test_korean_numbers_are_not_found_where_they_are_not(text, answer):
