@@ -10,6 +10,7 @@ summary table, the wall time and the chart and report paths. Target (issue 13): 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from datetime import datetime
@@ -37,6 +38,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--memory", nargs="+", default=CLASSIC_FIVE)
     parser.add_argument("--dialogues", nargs="+", default=["builtin:classic"])
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="cells run in this many processes (default: 2, or 1 on a one-core machine)",
+    )
     args = parser.parse_args()
     out = args.out or Path("results") / datetime.now().strftime("classic-%Y%m%d-%H%M%S")
     started = time.perf_counter()
@@ -45,6 +52,7 @@ def main() -> int:
         load_dialogues(*args.dialogues),
         out,
         sources=args.dialogues,
+        jobs=args.jobs,
     )
     wall = time.perf_counter() - started
     results = read_results(outcome.path)
