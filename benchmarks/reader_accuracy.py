@@ -128,9 +128,13 @@ def main(argv: list[str] | None = None) -> int:
         name, sep, value = item.partition("=")
         if not sep or name not in OfflineReader.model_fields:
             parser.error(f"--set {item!r}: expected NAME=VALUE with a reader parameter name")
-        params[name] = type(OfflineReader.model_fields[name].default)(
-            value.lower() in ("1", "true", "yes") if value.lower() in ("true", "false") else value
-        )
+        default = OfflineReader.model_fields[name].default
+        if isinstance(default, bool):
+            params[name] = value.lower() in ("1", "true", "yes", "on")
+        elif isinstance(default, int | float | str):
+            params[name] = type(default)(value)
+        else:
+            parser.error(f"--set {item!r}: {name} is not a number, a flag or a text")
     reader = OfflineReader(embeddings=OfflineEmbeddings(), **params)
     print("reader:", reader._identifying_params)
     for source in args.sources:
