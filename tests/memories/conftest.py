@@ -1,10 +1,26 @@
-"""Fixtures for the memories' tests: real PostgreSQL servers, one per session, stopped after."""
+"""Fixtures for the memories' tests: shared dialogues, and real PostgreSQL servers, one per
+session, stopped after."""
 
 from __future__ import annotations
 
 import pytest
 
+from memory_lab import load_dialogues
+
+from ..conftest import FIXTURES
 from ..postgres_cluster import debian_bin_dir, pgvector_bin_dir, running_cluster
+
+
+@pytest.fixture(scope="module")
+def nurse():
+    """Mirae lives in Seoul as a nurse, then moves to Busan (39 days later) and teaches; hiking
+    said twice."""
+    return load_dialogues(FIXTURES / "memories" / "moving-nurse.yaml")[0]
+
+
+@pytest.fixture(scope="module")
+def seat_change():
+    return load_dialogues(FIXTURES / "langgraph" / "seat-change.yaml")[0]
 
 
 @pytest.fixture(scope="session")

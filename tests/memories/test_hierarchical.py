@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_lab import load_dialogues, parse_memory_spec
+from memory_lab import parse_memory_spec
 from memory_lab.memories.hierarchical import (
     LONG_TERM_HEADER,
     RECENT_HEADER,
@@ -18,26 +18,11 @@ from memory_lab.memories.hierarchical import (
     date_hours,
 )
 from memory_lab.memories.protocol import Query
-from memory_lab.runner import Cell, exchanges
+from memory_lab.runner import exchanges
 
-from ..conftest import FIXTURES
+from .replay import replayed
 
 BUILTIN = Path(__file__).parents[2] / "memory_lab" / "dialogues" / "classic"
-
-
-@pytest.fixture(scope="module")
-def nurse():
-    """Two sessions 39 days apart: a move, a job change, a repeated hobby."""
-    return load_dialogues(FIXTURES / "memories" / "moving-nurse.yaml")[0]
-
-
-def replayed(spec, dialogue, models, upto=None):
-    cell = Cell(parse_memory_spec(spec), dialogue, models)
-    for ex in exchanges(dialogue)[:upto]:
-        cell.at(ex)
-        cell.memory.recall(Query(ex.user, ex.session_id, ex.session_date))  # as a run does
-        cell.memory.observe(ex)
-    return cell
 
 
 def test_the_composite_score_matches_the_guides_formula_by_hand():
@@ -82,7 +67,7 @@ def test_dialogue_time_comes_from_session_dates_and_turn_order_never_the_clock()
 
 def test_overflow_consolidates_exactly_the_two_oldest_exchanges(nurse, run_models):
     spec = "hierarchical:short_term_limit=3"
-    cell = replayed(spec, nurse, run_models, upto=4)
+    cell = replayed(spec, nurse, run_models, upto=4, recall=True)
     state = cell.memory.snapshot()
     assert state["short_term"] == [["hike", "s1.t6"], ["city-v2", "s2.t2"]]
     (entry,) = state["long_term"]
@@ -98,7 +83,8 @@ def test_overflow_consolidates_exactly_the_two_oldest_exchanges(nurse, run_model
 
 
 def test_long_term_entries_age_and_are_accessed_on_dialogue_time(nurse, run_models):
-    cell = replayed("hierarchical:short_term_limit=2,minutes_per_exchange=30", nurse, run_models)
+    spec = "hierarchical:short_term_limit=2,minutes_per_exchange=30"
+    cell = replayed(spec, nurse, run_models, recall=True)
     memory = cell.memory
     day = date_hours("2026-03-02")
     first, second, third = memory.entries.values()
@@ -128,7 +114,7 @@ def test_long_term_entries_age_and_are_accessed_on_dialogue_time(nurse, run_mode
 
 
 def test_a_user_turn_recall_marks_its_entries_accessed_at_that_exchanges_time(nurse, run_models):
-    cell = replayed("hierarchical:short_term_limit=2,k=1", nurse, run_models, upto=6)
+    cell = replayed("hierarchical:short_term_limit=2,k=1", nurse, run_models, upto=6, recall=True)
     memory = cell.memory
     nxt = exchanges(nurse)[6]
     before = {e.id: e.accesses for e in memory.entries.values()}
@@ -141,7 +127,7 @@ def test_a_user_turn_recall_marks_its_entries_accessed_at_that_exchanges_time(nu
 
 
 def test_the_context_has_three_sections_and_reports_source_turns(nurse, run_models):
-    cell = replayed("hierarchical:short_term_limit=2,k=2", nurse, run_models)
+    cell = replayed("hierarchical:short_term_limit=2,k=2", nurse, run_models, recall=True)
     recall = cell.memory.recall(Query("Which city do I live in?", "s2"))
     usage, by_role = cell.maintenance()
     cell.close()

@@ -2,26 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
-from memory_lab import load_dialogues, parse_memory_spec
 from memory_lab.memories.protocol import Query
-from memory_lab.runner import Cell, exchanges
 
-from ..conftest import FIXTURES
-
-
-@pytest.fixture(scope="module")
-def seat_change():
-    return load_dialogues(FIXTURES / "langgraph" / "seat-change.yaml")[0]
-
-
-def replayed(spec: str, dialogue, models) -> Cell:
-    cell = Cell(parse_memory_spec(spec), dialogue, models)
-    for ex in exchanges(dialogue):
-        cell.at(ex)
-        cell.memory.observe(ex)
-    return cell
+from .replay import replayed
 
 
 def test_a_preference_changed_later_replaces_the_old_one_in_the_store(seat_change, run_models):

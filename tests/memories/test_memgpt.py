@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from memory_lab import (
-    load_dialogues,
     parse_memory_spec,
     read_results,
     resolve_memories,
@@ -20,19 +17,7 @@ from memory_lab.runner import Cell, exchanges
 
 from ..conftest import FIXTURES
 from ..models.openai_mock import CHAT_USAGE, TOOL_CALL_USAGE, OpenAIMock
-
-
-@pytest.fixture(scope="module")
-def seat_change():
-    return load_dialogues(FIXTURES / "langgraph" / "seat-change.yaml")[0]
-
-
-def replayed(spec: str, dialogue, models) -> Cell:
-    cell = Cell(parse_memory_spec(spec), dialogue, models)
-    for ex in exchanges(dialogue):
-        cell.at(ex)
-        cell.memory.observe(ex)
-    return cell
+from .replay import replayed
 
 
 def exchange(index: int, user: str, assistant: str = "Noted.", date: str = "2026-01-05"):

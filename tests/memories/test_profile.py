@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from memory_lab import load_dialogues, parse_memory_spec
+from memory_lab import load_dialogues
 from memory_lab.memories.profile import (
     PROFILE_HEADER,
     UPDATE_SCHEMA,
@@ -16,23 +14,9 @@ from memory_lab.memories.profile import (
     UserProfile,
 )
 from memory_lab.memories.protocol import Query
-from memory_lab.runner import Cell, exchanges
 
 from ..conftest import FIXTURES
-
-
-@pytest.fixture(scope="module")
-def nurse():
-    """Mirae lives in Seoul as a nurse, then moves to Busan and teaches; hiking said twice."""
-    return load_dialogues(FIXTURES / "memories" / "moving-nurse.yaml")[0]
-
-
-def replayed(spec, dialogue, models, upto=None):
-    cell = Cell(parse_memory_spec(spec), dialogue, models)
-    for ex in exchanges(dialogue)[:upto]:
-        cell.at(ex)
-        cell.memory.observe(ex)
-    return cell
+from .replay import replayed
 
 
 def test_a_scalar_update_replaces_the_stale_value_and_its_source():
