@@ -276,8 +276,9 @@ def _sentence(text: str, speaker: str) -> _Sentence:
 
 
 @lru_cache(maxsize=65536)
-def _parsed_line(line: str) -> tuple[str | None, tuple[_Sentence, ...]]:
-    """A memory line's date stamp and its candidate sentences, without the speaker prefix.
+def _parsed_line(line: str) -> tuple[str | None, tuple[_Sentence, ...], bool]:
+    """A memory line's date stamp, its candidate sentences without the speaker prefix, and
+    whether the assistant said it (an ``AI:``/``assistant:``/``response:`` line).
 
     A leading date stamp is not part of a sentence: it would add the same date terms to every
     sentence of a session (``answer`` reports it when the question asks when). A speaker named
@@ -287,8 +288,11 @@ def _parsed_line(line: str) -> tuple[str | None, tuple[_Sentence, ...]]:
     text, stamp = _unstamped(line)
     named = _NAMED_SPEAKER.match(text)
     speaker = named.group(1) if named else ""
-    return stamp, tuple(
-        _sentence(part, speaker) for part in sentences(text) if features(part).terms
+    role = _SPEAKER.match(line)
+    return (
+        stamp,
+        tuple(_sentence(part, speaker) for part in sentences(text) if features(part).terms),
+        bool(role) and role.group(1).lower() in _ASSISTANT,
     )
 
 
@@ -302,6 +306,7 @@ class _Index:
     matrix: sparse.csr_matrix  # sentences x terms, 0/1
     idf: np.ndarray
     mass: np.ndarray  # sum of squared IDF of each sentence's terms
+    mean_idf2: float  # mean squared IDF over the vocabulary: the unit of novelty
     kinds: np.ndarray
     questions: np.ndarray  # sentences that are themselves questions
     words: dict[int, str]  # column -> a surface English word, for soft matching
@@ -321,13 +326,12 @@ def _build_index(memory: str) -> _Index:
     stamps: dict[int, str] = {}
     by_assistant: list[bool] = []
     for number, line in enumerate(memory.splitlines()):
-        stamp, parts = _parsed_line(line)
+        stamp, parts, assistant_said = _parsed_line(line)
         if stamp:
             stamps[number] = stamp
         found.extend(parts)
         line_of.extend([number] * len(parts))
-        role = _SPEAKER.match(line)
-        by_assistant.extend([bool(role) and role.group(1).lower() in _ASSISTANT] * len(parts))
+        by_assistant.extend([assistant_said] * len(parts))
     lines = np.array(line_of, dtype=np.int64)
     vocab: dict[str, int] = {}
     cols: list[int] = []
@@ -345,12 +349,25 @@ def _build_index(memory: str) -> _Index:
     n = len(found)
     df = np.asarray(matrix.sum(axis=0)).ravel()
     idf = np.log((n + 1) / (df + 0.5))
-    mass = matrix @ (idf**2)
+    idf2 = idf**2
+    mass = matrix @ idf2
     questions = np.array([s.question for s in found], dtype=bool)
     texts = [s.text for s in found]
     assistant = np.array(by_assistant, dtype=bool)
+    mean_idf2 = float(np.mean(idf2)) if len(idf2) else 0.0
     return _Index(
-        texts, lines, vocab, matrix, idf, mass, kinds, questions, words, stamps, assistant
+        texts,
+        lines,
+        vocab,
+        matrix,
+        idf,
+        mass,
+        mean_idf2,
+        kinds,
+        questions,
+        words,
+        stamps,
+        assistant,
     )
 
 
@@ -469,7 +486,7 @@ class OfflineReader(OfflineChatModel):
             else:
                 weights[col] = index.idf[col] ** 2
                 q_mass += weights[col]
-        shared = index.matrix @ weights
+        shared = exact = index.matrix @ weights  # IDF² mass of the question terms each holds
         if missing and not hangul and self.soft_match < 1:
             shared = shared + self._soft_shared(index, missing)
         if q_mass > 0:
@@ -492,10 +509,9 @@ class OfflineReader(OfflineChatModel):
             sims = index.passages @ self.retrieval.matrix([question])[0]
             w = self.retrieval_hangul_weight if hangul else self.retrieval_weight
             ranking = evidence + w * sims
-        if self.novelty_weight and len(index.idf):
-            asked = index.idf**2 * (weights > 0)
-            novel = index.mass - index.matrix @ asked
-            unit = self.novelty_saturation * float(np.mean(index.idf**2))
+        if self.novelty_weight and index.mean_idf2:
+            novel = index.mass - exact  # IDF² mass of the terms the question lacks
+            unit = self.novelty_saturation * index.mean_idf2
             ranking = ranking + self.novelty_weight * np.minimum(1.0, novel / unit)
         if q.first_person and self.assistant_weight != 1:
             ranking = np.where(index.assistant, ranking * self.assistant_weight, ranking)
