@@ -8,14 +8,15 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 
-.PHONY: setup bench test lint clean
+.PHONY: setup bench test lint lock clean
 
-# torch is installed first, on its own: any other route pulls a multi-GB CUDA build.
-$(STAMP): pyproject.toml
+# Every install is pinned by constraints.txt (`make lock` rewrites it). torch is installed first,
+# on its own: any other route pulls a multi-GB CUDA build.
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -c constraints.txt --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt torch==2.13.0
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -28,6 +29,18 @@ test: setup
 
 lint: setup
 	$(VENV)/bin/ruff check memory_lab tests benchmarks
+
+# Re-pin every install: resolve pyproject.toml afresh in a scratch venv and freeze it.
+LOCK_VENV := build/lock-venv
+lock:
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install -q --upgrade pip
+	$(LOCK_VENV)/bin/python -m pip install -q torch==2.13.0
+	$(LOCK_VENV)/bin/python -m pip install -q -e '.[dev]'
+	{ echo "# Every package make setup installs, pinned. Rewritten by: make lock"; \
+	  $(LOCK_VENV)/bin/python -m pip freeze --all --exclude-editable | sed 's/+cpu$$//'; } > constraints.txt
+	rm -rf $(LOCK_VENV)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -14,19 +14,39 @@ FIXTURES = Path(__file__).parent / "fixtures"
 CLASSIC_MEMORIES = ["buffer", "window", "window:k=1", "summary", "summary_buffer", "vector"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_session_cache(tmp_path_factory):
+    """Session-wide fixtures (and the subprocesses tests start) never use the user's cache.
+
+    Autouse session fixtures are set up before any other session fixture, so ``classic_run``
+    and its kind run with this cache; each test gets its own below.
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MEMORY_LAB_CACHE", str(tmp_path_factory.mktemp("session-cache")))
+        yield
+
+
+def run_classic(out: Path, memories: list[str] = CLASSIC_MEMORIES):
+    """builtin:classic through ``memories`` into ``out``, with the pinned vectors."""
+    from memory_lab import load_dialogues, resolve_memories, run_benchmark
+    from tests.pinned_vectors import CLASSIC_VECTORS, pinned
+
+    with pinned(CLASSIC_VECTORS):
+        return run_benchmark(
+            resolve_memories(memories),
+            load_dialogues("builtin:classic"),
+            out,
+            sources=["builtin:classic"],
+            progress=False,
+        )
+
+
 @pytest.fixture(scope="session")
 def classic_run(tmp_path_factory):
     """Results of the built-in suite through every classic memory (plus window:k=1)."""
-    from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
+    from memory_lab import read_results
 
-    out = tmp_path_factory.mktemp("classic") / "run"
-    outcome = run_benchmark(
-        resolve_memories(CLASSIC_MEMORIES),
-        load_dialogues("builtin:classic"),
-        out,
-        sources=["builtin:classic"],
-        progress=False,
-    )
+    outcome = run_classic(tmp_path_factory.mktemp("classic") / "run")
     assert outcome.failed_cells == 0
     return read_results(outcome.path)
 

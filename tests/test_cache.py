@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 import threading
 from contextlib import closing
+from pathlib import Path
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
@@ -159,6 +160,13 @@ def test_offline_models_and_no_cache(tmp_path):
     off = cached_chat_model(OfflineSummarizer(), None)  # --no-cache
     assert off.cache is False and not is_cache_hit(off.invoke(prompt))
     assert cache.take_stats() == CacheStats(hits=1, misses=1)
+
+
+def test_the_suite_never_uses_the_users_cache(classic_run, tmp_path_factory):
+    """Session-wide runs too (conftest's private_session_cache): never ~/.cache/memory-lab."""
+    cache_dir = Path(classic_run.run["cache_dir"]).resolve()
+    assert cache_dir.is_relative_to(tmp_path_factory.getbasetemp().resolve())
+    assert not cache_dir.is_relative_to(Path.home() / ".cache" / "memory-lab")
 
 
 def test_default_cache_dir(monkeypatch, tmp_path):

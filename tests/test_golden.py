@@ -1,9 +1,14 @@
 """Golden records: builtin:classic through the five classic memories, fixed apart from timings.
 
 ``tests/fixtures/golden/classic_records.jsonl.gz`` holds every record of that run (prompts as
-sha256, timings dropped). A refactor must reproduce it exactly; a deliberate change of what is
-measured regenerates it (``python -m tests.test_golden``) in the same commit, which says why.
+sha256, timings dropped), replayed with the pinned embedding vectors of
+``classic_vectors.npz`` (``tests/pinned_vectors.py``), so the records depend on the pipeline,
+not on the CPU. A refactor must reproduce them exactly; a deliberate change of what is measured
+regenerates both files (``python -m tests.test_golden``) in the same commit, which says why.
 Records may gain fields; the recorded fields must keep their values.
+
+That the pinned vectors are still what the bundled models give is checked apart, within a
+tolerance (``test_fresh_vectors_match_the_pinned_ones``).
 """
 
 from __future__ import annotations
@@ -11,11 +16,19 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import random
 import sys
 from pathlib import Path
 
+import numpy as np
+
 GOLDEN = Path(__file__).parent / "fixtures" / "golden" / "classic_records.jsonl.gz"
 MEMORIES = ["buffer", "window", "summary", "summary_buffer", "vector"]
+# Fresh vectors against the pinned ones: the pinned are int8-quantised (at most 0.0014 off a
+# component here, where the largest is 0.34), and CPUs differ by float rounding (about 1e-6);
+# a change of model, weights or engine moves components by 1e-2 and more.
+TOLERANCE = 2e-3
+SAMPLE = 40  # texts per (model, kind): the check takes seconds, not the whole run's minute
 
 
 def golden_rows(records: list[dict]) -> list[dict]:
@@ -43,17 +56,41 @@ def test_classic_records_match_the_golden_file(classic_run):
         assert not differing, (old["type"], old["memory"], old["dialogue"], differing)
 
 
+def test_fresh_vectors_match_the_pinned_ones():
+    """The bundled engines, run here now, still give the pinned vectors (within TOLERANCE)."""
+    from memory_lab.models.embeddings import _encode
+    from tests.pinned_vectors import CLASSIC_VECTORS, pinned_texts
+
+    groups: dict[tuple[str, str], list] = {}
+    for model, kind, text, vector in pinned_texts(CLASSIC_VECTORS):
+        groups.setdefault((model, kind), []).append((text, vector))
+    assert {m for m, _ in groups} == {"minilm", "multilingual-e5-small"}
+    for (model, kind), rows in sorted(groups.items()):
+        sample = random.Random(0).sample(rows, min(SAMPLE, len(rows)))
+        fresh = _encode(model, [t for t, _ in sample], kind or "query", 16)
+        drift = np.abs(fresh - np.stack([v for _, v in sample])).max()
+        assert drift < TOLERANCE, (model, kind, float(drift))
+
+
 if __name__ == "__main__":  # regenerate: python -m tests.test_golden
     import tempfile
 
     from memory_lab import load_dialogues, resolve_memories, run_benchmark
     from memory_lab.results import read_records
+    from tests.conftest import CLASSIC_MEMORIES, run_classic
+    from tests.pinned_vectors import CLASSIC_VECTORS, recording
 
+    with recording(CLASSIC_VECTORS):  # every vector the conftest's classic_run asks for
+        run_benchmark(
+            resolve_memories(CLASSIC_MEMORIES),
+            load_dialogues("builtin:classic"),
+            Path(tempfile.mkdtemp()) / "run",
+            cache=False,
+            progress=False,
+        )
     out = Path(tempfile.mkdtemp()) / "run"
-    run_benchmark(
-        resolve_memories(MEMORIES), load_dialogues("builtin:classic"), out, progress=False
-    )
+    run_classic(out)  # the records the tests will see: replayed with the pinned vectors
     with gzip.open(GOLDEN, "wt", encoding="utf-8") as fh:
         for row in golden_rows(read_records(out)):
             fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
-    print(f"wrote {GOLDEN}", file=sys.stderr)
+    print(f"wrote {GOLDEN} and {CLASSIC_VECTORS}", file=sys.stderr)
