@@ -107,9 +107,10 @@ def _records(path: Path, budget: ReadBudget) -> list[tuple[str, Any]]:
         raise import_error(str(path), None, "file", f"not a readable zip: {exc}") from None
 
 
-def _samples(path: Path, budget: ReadBudget) -> list[tuple[str, dict[str, Any]]]:
+def _samples(path: Path, budget: ReadBudget | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """Every LoCoMo record of ``path``, read within ``budget`` (64 MiB by default)."""
     out = []
-    for name, data in _records(path, budget):
+    for name, data in _records(path, budget or ReadBudget()):
         items = data if isinstance(data, list) else [data]
         for i, item in enumerate(items):
             if not isinstance(item, dict):
@@ -288,7 +289,7 @@ def import_locomo(
         )
     report = LocomoReport("locomo", str(path))
     documents = []
-    for i, (name, record) in enumerate(_samples(path, budget or ReadBudget())):
+    for i, (name, record) in enumerate(_samples(path, budget)):
         doc = _convert(name, i, record, CATEGORY_MAPS[categories], report)
         if doc is not None:
             documents.append(doc)
