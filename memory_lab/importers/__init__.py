@@ -1,13 +1,14 @@
 """Foreign datasets -> dialogue documents of format v1 (DESIGN.md section 3).
 
-An importer is one function ``(path, **options) -> ImportResult``: plain dialogue dicts (the same
-shape as our YAML, so ``memory-lab import`` can write them out) and a report that counts what
-was imported and lists every skipped item with its reason. Nothing is dropped silently.
+An importer is one function ``(path, budget=..., **options) -> ImportResult`` (``budget``: the
+``ReadBudget`` its reads draw on): plain dialogue dicts (the same shape as our YAML, so
+``memory-lab import`` can write them out) and a report that counts what was imported and lists
+every skipped item with its reason. Nothing is dropped silently.
 Sources are written ``FORMAT:PATH`` with options after ``#``: ``locomo:data/locomo10.json``,
 ``locomo:data/locomo10.json#categories=swapped``, ``longmemeval:longmemeval_s.json#max_mib=300``.
 
-Imports are bounded like dialogue files: at most 64 MiB read in all (a file, or every file of a
-folder or zip entry together; ``#max_mib=N`` raises it), and each record, which becomes one
+Imports are bounded like dialogue files: at most 64 MiB read in all (a file, or all the files of a
+folder or entries of a zip together; ``#max_mib=N`` raises it), and each record, which becomes one
 dialogue, within the nesting and value-count limits of ``memory_lab.limits``.
 """
 
@@ -135,7 +136,7 @@ def _budget(source: str, raw: str | None) -> ReadBudget:
     hint = "raise it with #max_mib=N"
     if raw is None:
         return ReadBudget(MAX_FILE_BYTES, hint)
-    if not raw.isdigit() or not 1 <= int(raw) <= 1024 * 1024:
+    if not re.fullmatch(r"[0-9]{1,7}", raw) or not 1 <= int(raw) <= 1024 * 1024:
         raise import_error(
             source, None, "options", f"max_mib must be a whole number of MiB >= 1, got {raw!r}"
         )

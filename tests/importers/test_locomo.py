@@ -256,6 +256,7 @@ def test_a_dia_id_with_an_escape_is_refused_and_shown_escaped(tmp_path, capsys):
         ("#swapped", "options: expected key=value, got 'swapped'"),
         ("#categories=paper,categories=swapped", "'categories' given twice"),
         ("#max_mib=0", "max_mib must be a whole number of MiB >= 1, got '0'"),
+        ("#max_mib=²", "max_mib must be a whole number"),
     ],
 )
 def test_bad_options_are_one_line(tmp_path, capsys, source, message):
