@@ -54,7 +54,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _cmd_import(args: argparse.Namespace) -> int:
     from memory_lab.importers.export import write_yaml_dialogues
 
-    options = dict(item.split("=", 1) for item in args.option)
+    options = _pairs(args.option, "--option")
     written = write_yaml_dialogues(args.format, args.path, args.out, **options)
     print(f"wrote {len(written)} dialogue file(s) to {args.out}/")
     return 0
@@ -393,7 +393,10 @@ def main(argv: list[str] | None = None) -> int:
     except DialogueError as exc:
         if args.debug:
             raise
-        print(f"memory-lab: invalid dialogues:\n{exc}", file=sys.stderr)
+        if len(exc.problems) == 1:
+            print(f"memory-lab: error: {exc}", file=sys.stderr)
+        else:
+            print(f"memory-lab: invalid dialogues:\n{exc}", file=sys.stderr)
     except (ValueError, KeyError, OSError) as exc:
         if args.debug:
             raise

@@ -16,6 +16,16 @@ from typing import Any
 
 import yaml
 
+from memory_lab.limits import (
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
+    InputError,
+    ReadBudget,
+    bounds_problem,
+    decode,
+    parse_json,
+    printable,
+)
 from memory_lab.normalize import contains_answer, find_any
 
 FORMAT = "memory-lab/dialogue@1"
@@ -44,8 +54,8 @@ _PROBE_KEYS = {
     "derived",
     "metadata",
 }
-_DIALOGUE_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-_LANGUAGE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
+_DIALOGUE_ID = re.compile(r"[a-z0-9][a-z0-9-]*")  # fullmatch: no trailing newline
+_LANGUAGE = re.compile(r"[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*")
 
 
 @dataclass(frozen=True)
@@ -113,7 +123,7 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"dialogue '{self.dialogue}'" if self.dialogue else "document"
-        return f"{self.file}: {where}: {self.field}: {self.message}"
+        return printable(f"{self.file}: {where}: {self.field}: {self.message}")
 
 
 class DialogueError(ValueError):
@@ -138,34 +148,17 @@ class _Collector:
         self.problems.append(Problem(self.file, dialogue, field_, message))
 
 
-MAX_FILE_BYTES = 64 * 1024 * 1024
-MAX_DEPTH = 40
-MAX_NODES = 2_000_000  # values after YAML aliases are expanded, as hashing would see them
-
-
 def _read_documents(path: Path, out: _Collector) -> list[Any]:
     """The documents of one file, or [] with a problem; bounded in size, depth and expansion."""
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            out.add(None, "file", f"is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
-            return []
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        out.add(None, "file", f"cannot read: {exc}")
-        return []
-    kind = "JSON" if path.suffix == ".json" else "YAML"
-    try:
+        text = decode(ReadBudget(MAX_FILE_BYTES).read_file(path))
         if path.suffix == ".json":
-            data = json.loads(text)
+            data = parse_json(text)
             docs = data if isinstance(data, list) else [data]
         else:
-            docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        out.add(None, "file", f"not valid {kind}: {exc}")
-        return []
-    except RecursionError:
-        out.add(None, "file", f"{kind} nested too deeply to read (limit {MAX_DEPTH} levels)")
+            docs = _load_yaml(text)
+    except InputError as exc:
+        out.add(None, "file", str(exc))
         return []
     for i, doc in enumerate(docs):
         problem = bounds_problem(doc)
@@ -176,35 +169,15 @@ def _read_documents(path: Path, out: _Collector) -> list[Any]:
     return docs
 
 
-def bounds_problem(doc: Any) -> str | None:
-    """Why a parsed document is unsafe to use (too deep, too large once aliases expand, a
-    non-string key, a lone surrogate), or None. Walks iteratively and stops at the first limit,
-    so a YAML alias bomb is refused in milliseconds instead of being expanded by hashing."""
-    stack: list[tuple[Any, int, str]] = [(doc, 0, "")]
-    nodes = 0
-    while stack:
-        value, depth, where = stack.pop()
-        nodes += 1
-        if nodes > MAX_NODES:
-            return (
-                f"expands to more than {MAX_NODES:,} values (YAML aliases?); "
-                "a dialogue is far smaller"
-            )
-        if depth > MAX_DEPTH:
-            return f"nested deeper than {MAX_DEPTH} levels at {where or 'the top'}"
-        if isinstance(value, dict):
-            for key, item in value.items():
-                if not isinstance(key, str):
-                    return f"key {key!r} at {where or 'the top'} must be a string"
-                stack.append((item, depth + 1, f"{where}.{key}" if where else key))
-        elif isinstance(value, list):
-            stack.extend((item, depth + 1, f"{where}[{i}]") for i, item in enumerate(value))
-        elif isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                return f"{where or 'a string'} holds an invalid character (a lone surrogate)"
-    return None
+def _load_yaml(text: str) -> list[Any]:
+    try:
+        return [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        raise InputError(f"not valid YAML: {exc}") from None
+    except RecursionError:
+        raise InputError(f"YAML nested too deeply to read (limit {MAX_DEPTH} levels)") from None
+    except ValueError as exc:  # an integer of more than sys.get_int_max_str_digits() digits
+        raise InputError(f"not valid YAML: {exc}") from None
 
 
 def _str_list(value: Any, did: str | None, name: str, out: _Collector) -> tuple[str, ...]:
@@ -237,13 +210,13 @@ def _parse_dialogue(doc: Any, source: str, out: _Collector) -> Dialogue | None:
         out.add(did, key, f"unknown key (allowed: {', '.join(sorted(_DIALOGUE_KEYS))})")
     if doc.get("format") != FORMAT:
         out.add(did, "format", f"must be '{FORMAT}', got {doc.get('format')!r}")
-    if did is None or not _DIALOGUE_ID.match(did):
+    if did is None or not _DIALOGUE_ID.fullmatch(did):
         out.add(did, "id", f"must be a non-empty string of [a-z0-9-], got {doc.get('id')!r}")
     title = doc.get("title", did or "")
     if not isinstance(title, str):
         out.add(did, "title", "must be a string")
     language = doc.get("language", "en")
-    if not isinstance(language, str) or not _LANGUAGE.match(language):
+    if not isinstance(language, str) or not _LANGUAGE.fullmatch(language):
         out.add(did, "language", f"must be a BCP-47 tag like 'en' or 'ko', got {language!r}")
     tags = _str_list(doc.get("tags"), did, "tags", out)
     metadata = doc.get("metadata") or {}
@@ -286,8 +259,8 @@ def _parse_sessions(raw: Any, did: str | None, out: _Collector) -> list[Session]
         for key in sorted(set(sraw) - _SESSION_KEYS):
             out.add(did, f"{where}.{key}", "unknown key (allowed: date, id, turns)")
         sid = sraw.get("id", f"s{si + 1}")
-        if not isinstance(sid, str) or not sid.strip():
-            out.add(did, f"{where}.id", "must be a non-empty string")
+        if not isinstance(sid, str) or not sid.strip() or not sid.isprintable():
+            out.add(did, f"{where}.id", f"must be a non-empty printable string, got {sid!r}")
             sid = f"s{si + 1}"
         if sid in seen_sessions:
             out.add(did, f"{where}.id", f"duplicate session id '{sid}'")
@@ -321,8 +294,12 @@ def _parse_sessions(raw: Any, did: str | None, out: _Collector) -> list[Session]
             if not text.strip():
                 out.add(did, f"{twhere}.{role}", "must not be empty")
             tid = t.get("id", f"{sid}.t{ti + 1}")
-            if not isinstance(tid, str) or not tid.strip() or any(c.isspace() for c in tid):
-                out.add(did, f"{twhere}.id", f"must be a string without spaces, got {tid!r}")
+            if not isinstance(tid, str) or not tid.isprintable() or not tid or " " in tid:
+                out.add(
+                    did,
+                    f"{twhere}.id",
+                    f"must be a string without spaces or control characters, got {tid!r}",
+                )
                 continue
             if tid in seen_turns:
                 out.add(did, f"{twhere}.id", f"duplicate turn id '{tid}'")
@@ -353,8 +330,8 @@ def _parse_probes(raw: Any, did: str | None, turns: list[Turn], out: _Collector)
             out.add(
                 did, f"{where}.{key}", f"unknown key (allowed: {', '.join(sorted(_PROBE_KEYS))})"
             )
-        if not isinstance(pid, str) or not pid.strip():
-            out.add(did, f"{where}.id", "must be a non-empty string")
+        if not isinstance(pid, str) or not pid.strip() or not pid.isprintable():
+            out.add(did, f"{where}.id", f"must be a non-empty printable string, got {pid!r}")
             pid = f"probe-{pi + 1}"
         if pid in seen:
             out.add(did, f"{where}.id", f"duplicate probe id '{pid}'")

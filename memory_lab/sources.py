@@ -53,13 +53,13 @@ def validate(sources: Iterable[str | Path]) -> tuple[list[Dialogue], list[Proble
     dialogues: list[Dialogue] = []
     problems: list[Problem] = []
     for source in sources:
-        foreign = parse_source(str(source))
-        if foreign is not None:
-            try:
-                result = import_source(*foreign)
-            except DialogueError as exc:
-                problems.extend(exc.problems)
-                continue
+        try:
+            foreign = parse_source(str(source))
+            result = import_source(*foreign) if foreign is not None else None
+        except DialogueError as exc:
+            problems.extend(exc.problems)
+            continue
+        if result is not None:
             result.report.print()
             ds, errs = parse_documents(result.documents, str(source))
             dialogues.extend(ds)

@@ -38,6 +38,11 @@ probes:
         ("bomb.yaml", ALIAS_BOMB, "expands to more than"),
         ("deep.yaml", "a: " + "[" * 5000 + "]" * 5000, "nested too deeply"),
         ("deep.json", "[" * 100000 + "]" * 100000, "nested too deeply"),
+        ("digits.json", '{"id": ' + "1" * 5000 + "}", "not valid JSON: Exceeds the limit"),
+        ("digits.yaml", "id: " + "1" * 5000, "not valid YAML: Exceeds the limit"),
+        ("nan.yaml", "format: memory-lab/dialogue@1\nmetadata: {x: .nan}\n", "x is nan"),
+        ("inf.json", '{"id": "i", "metadata": {"x": -Infinity}}', "x is -inf"),
+        ("latin1.yaml", "id: caf\xe9", "not UTF-8 text"),
         ("mixed.yaml", "format: memory-lab/dialogue@1\nid: m\n1: x\n", "key 1 at the top must be"),
         (
             "sur.json",
@@ -50,13 +55,31 @@ def test_hostile_dialogue_files_are_refused_quickly_naming_the_file(
     tmp_path, capsys, name, text, message
 ):
     path = tmp_path / name
-    path.write_text(text, "utf-8")
+    path.write_bytes(text.encode("latin-1" if name.startswith("latin1") else "utf-8"))
     started = time.perf_counter()
     out = tmp_path / "run"
     assert main(["run", "--memory", "buffer", "--dialogues", str(path), "--out", str(out)]) == 2
     assert time.perf_counter() - started < 20
     err = capsys.readouterr().err
     assert str(path) in err and message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("window:k=2,k=7", "parameter 'k' is given twice"),
+        ("vector:k=99999999999999999999", "parameter 'k' must be between"),
+        ("hybrid:dense_weight=nan", "parameter 'dense_weight' must be a finite number"),
+    ],
+)
+def test_a_bad_memory_parameter_is_one_line_before_any_run(tmp_path, capsys, spec, message):
+    out = tmp_path / "run"
+    assert main(["run", "--memory", spec, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memory-lab: error: ") and message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
     assert not out.exists()
 
 

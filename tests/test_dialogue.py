@@ -59,6 +59,23 @@ def test_json_files_load_like_yaml(tmp_path):
 BROKEN = {
     "unknown-key": (("language: en", "language: en\nspeakers: 2"), "speakers", "unknown key"),
     "bad-id": (("id: good-one", "id: Good One"), "id", "[a-z0-9-]"),
+    "id-with-trailing-newline": (("id: good-one", 'id: "good-one\\n"'), "id", "[a-z0-9-]"),
+    "language-with-trailing-newline": (
+        ("language: en", 'language: "en\\n"'),
+        "language",
+        "BCP-47",
+    ),
+    "turn-id-with-an-escape": (
+        ("        id: dentist", '        id: "dent\\e[2Jist"'),
+        "turns[0].id",
+        "without spaces or control characters",
+    ),
+    "session-id-with-a-control-character": (
+        ("  - turns:", '  - id: "s\\x07"\n    turns:'),
+        "sessions[0].id",
+        "printable",
+    ),
+    "probe-id-with-a-bidi-override": (("  - id: q1", '  - id: "q1\\u202e"'), ".id", "printable"),
     "after-names-no-turn": (
         ("    question:", "    after: s9.t1\n    question:"),
         "after",
@@ -209,6 +226,18 @@ def test_validate_command_reports_every_problem_with_exit_code_1(tmp_path, capsy
     out = capsys.readouterr().out
     assert "a.yaml" in out and "b.yaml" in out
     assert main(["validate", str(write(tmp_path / "..", "ok.yaml", GOOD))]) == 0
+
+
+def test_validate_prints_control_characters_in_ids_escaped(tmp_path, capsys):
+    """An ANSI escape in an id is refused, and the refusal shows it escaped, not raw."""
+    bad = GOOD.replace("id: good-one", 'id: "\\e[2J\\e[31mred"').replace(
+        "        id: dentist", '        id: "dent\\e]0;owned\\aist"'
+    )
+    assert main(["validate", str(write(tmp_path, "ansi.yaml", bad))]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "dialogue '\\x1b[2J\\x1b[31mred': id:" in out
+    assert "turns[0].id: must be a string without spaces or control characters" in out
 
 
 def test_duplicate_dialogue_ids_across_files_are_rejected(tmp_path):

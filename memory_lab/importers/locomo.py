@@ -11,14 +11,22 @@ evaluation.
 
 from __future__ import annotations
 
-import json
 import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memory_lab.importers import ImportReport, ImportResult, import_error, slug
+from memory_lab.importers import (
+    ImportReport,
+    ImportResult,
+    check_record,
+    import_error,
+    read_json,
+    scalar,
+    slug,
+)
+from memory_lab.limits import ZIP_ERRORS, InputError, ReadBudget
 from memory_lab.normalize import contains_answer
 
 # Category ids as in the LoCoMo paper; "swapped" is the reading some later papers use, where
@@ -73,31 +81,41 @@ def _evidence(raw: Any, report: LocomoReport) -> tuple[list[str], list[str]]:
     return keys, unreadable
 
 
-def _records(path: Path) -> list[tuple[str, Any]]:
-    """(name, parsed JSON) for a file, a folder of files or a zip of files."""
-
-    def parse(name: str, text: str) -> Any:
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise import_error(name, None, "file", f"not valid JSON: {exc}") from None
-
+def _records(path: Path, budget: ReadBudget) -> list[tuple[str, Any]]:
+    """(name, parsed JSON) for a file, a folder of files or a zip of files, all read within
+    ``budget``."""
     if path.is_dir():
-        return [(str(p), parse(str(p), p.read_text("utf-8"))) for p in sorted(path.glob("*.json"))]
-    if path.suffix == ".zip":
+        files = sorted(path.glob("*.json"))
+        return [(str(p), read_json(str(p), lambda p=p: budget.read_file(p))) for p in files]
+    if path.suffix != ".zip":
+        return [(str(path), read_json(str(path), lambda: budget.read_file(path)))]
+    try:
+        budget.check_size(path)
         with zipfile.ZipFile(path) as zf:
-            names = sorted(n for n in zf.namelist() if n.endswith(".json"))
-            return [(f"{path}!{n}", parse(n, zf.read(n).decode("utf-8"))) for n in names]
-    return [(str(path), parse(str(path), path.read_text("utf-8")))]
+            entries = sorted(
+                (i for i in zf.infolist() if i.filename.endswith(".json")),
+                key=lambda i: i.filename,
+            )
+            out = []
+            for info in entries:
+                name = f"{path}!{info.filename}"
+                out.append((name, read_json(name, lambda i=info: budget.read_zip_entry(zf, i))))
+            return out
+    except InputError as exc:
+        raise import_error(str(path), None, "file", str(exc)) from None
+    except (*ZIP_ERRORS, OSError) as exc:
+        raise import_error(str(path), None, "file", f"not a readable zip: {exc}") from None
 
 
-def _samples(path: Path) -> list[tuple[str, dict[str, Any]]]:
+def _samples(path: Path, budget: ReadBudget | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """Every LoCoMo record of ``path``, read within ``budget`` (64 MiB by default)."""
     out = []
-    for name, data in _records(path):
+    for name, data in _records(path, budget or ReadBudget()):
         items = data if isinstance(data, list) else [data]
         for i, item in enumerate(items):
             if not isinstance(item, dict):
                 raise import_error(name, f"record {i}", "record", "must be an object")
+            check_record(name, f"record {i}", item)
             out.append((name, item))
     if not out:
         raise import_error(str(path), None, "source", "holds no LoCoMo records")
@@ -115,7 +133,12 @@ def _turn_text(turn: dict[str, Any]) -> str:
 def _convert(
     name: str, index: int, record: dict[str, Any], mapping: dict[int, str], report: LocomoReport
 ) -> dict[str, Any] | None:
-    sample_id = str(record.get("sample_id") or Path(name).stem or f"conv-{index}")
+    sample_id = record.get("sample_id") or Path(name).stem or f"conv-{index}"
+    if not scalar(sample_id) or not str(sample_id).isprintable():
+        raise import_error(
+            name, f"record {index}", "sample_id", f"must be a printable string, got {sample_id!r}"
+        )
+    sample_id = str(sample_id)
     conv = record.get("conversation", record)
     if not isinstance(conv, dict):
         raise import_error(name, sample_id, "conversation", "must be an object")
@@ -123,22 +146,29 @@ def _convert(
         if not isinstance(conv.get(key), str):
             raise import_error(name, sample_id, f"conversation.{key}", "missing speaker name")
     speaker_a = conv["speaker_a"]
-    numbers = sorted(int(m.group(1)) for k in conv if (m := _SESSION.match(k)))
+    keys: dict[int, str] = {}
+    for key in conv:
+        if (m := _SESSION.match(key)) and keys.setdefault(int(m.group(1)), key) != key:
+            raise import_error(
+                name, sample_id, f"conversation.{key}", f"same session as {keys[int(m.group(1))]}"
+            )
     sessions, seen = [], set()
-    for n in numbers:
-        raw = conv[f"session_{n}"]
+    for n, key in sorted(keys.items()):
+        raw = conv[key]
         if not isinstance(raw, list):
-            raise import_error(name, sample_id, f"conversation.session_{n}", "must be a list")
+            raise import_error(name, sample_id, f"conversation.{key}", "must be a list")
         turns = []
         for t_index, turn in enumerate(raw):
             where = f"{sample_id} session_{n}[{t_index}]"
+            field_ = f"conversation.{key}[{t_index}]"
             if not isinstance(turn, dict) or "speaker" not in turn or "dia_id" not in turn:
-                raise import_error(
-                    name,
-                    sample_id,
-                    f"conversation.session_{n}[{t_index}]",
-                    "a turn needs speaker, dia_id and text",
-                )
+                raise import_error(name, sample_id, field_, "a turn needs speaker, dia_id and text")
+            for part in ("speaker", "dia_id", "text", "blip_caption"):
+                value = turn.get(part)
+                if not (scalar(value) or (value is None and part in ("text", "blip_caption"))):
+                    raise import_error(
+                        name, sample_id, f"{field_}.{part}", f"must be a string, got {value!r}"
+                    )
             text = _turn_text(turn)
             if not text:
                 report.skip(where, "turn has neither text nor an image caption")
@@ -154,7 +184,11 @@ def _convert(
             report.skip(f"{sample_id} session_{n}", "session has no usable turns")
             continue
         session: dict[str, Any] = {"id": f"session-{n}", "turns": turns}
-        date = conv.get(f"session_{n}_date_time")
+        date = conv.get(f"{key}_date_time")
+        if date is not None and not scalar(date):
+            raise import_error(
+                name, sample_id, f"conversation.{key}_date_time", f"must be a string, got {date!r}"
+            )
         if date:
             session["date"] = str(date)
         sessions.append(session)
@@ -172,6 +206,13 @@ def _convert(
         if not isinstance(item, dict) or not isinstance(item.get("question"), str):
             raise import_error(name, sample_id, f"qa[{q_index}].question", "missing question")
         category = item.get("category")
+        if not isinstance(category, int) or isinstance(category, bool):
+            raise import_error(
+                name,
+                sample_id,
+                f"qa[{q_index}].category",
+                f"must be an integer category id, got {category!r}",
+            )
         if category not in mapping:
             report.skip(where, f"unknown category {category!r}")
             continue
@@ -194,6 +235,10 @@ def _convert(
             probes.append(probe)
             continue
         answer = item.get("answer")
+        if answer is not None and not scalar(answer):
+            raise import_error(
+                name, sample_id, f"qa[{q_index}].answer", f"must be a string, got {answer!r}"
+            )
         if answer is None or str(answer).strip() == "":
             report.skip(where, "no answer")
             continue
@@ -230,13 +275,21 @@ def _convert(
     }
 
 
-def import_locomo(path: Path, categories: str = "paper") -> ImportResult:
-    """Import LoCoMo conversations; ``categories`` is ``paper`` (default) or ``swapped``."""
+def import_locomo(
+    path: Path, categories: str = "paper", budget: ReadBudget | None = None
+) -> ImportResult:
+    """Import LoCoMo conversations; ``categories`` is ``paper`` (default) or ``swapped``;
+    ``budget`` bounds the bytes read (64 MiB by default)."""
     if categories not in CATEGORY_MAPS:
-        raise ValueError(f"locomo: categories must be one of {', '.join(CATEGORY_MAPS)}")
+        raise import_error(
+            str(path),
+            None,
+            "options",
+            f"categories must be one of {', '.join(CATEGORY_MAPS)}, got {categories!r}",
+        )
     report = LocomoReport("locomo", str(path))
     documents = []
-    for i, (name, record) in enumerate(_samples(path)):
+    for i, (name, record) in enumerate(_samples(path, budget)):
         doc = _convert(name, i, record, CATEGORY_MAPS[categories], report)
         if doc is not None:
             documents.append(doc)

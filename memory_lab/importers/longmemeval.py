@@ -8,11 +8,19 @@ dated by ``haystack_dates``, and one probe asked at the end with ``question``, `
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from memory_lab.importers import ImportReport, ImportResult, import_error, slug
+from memory_lab.importers import (
+    ImportReport,
+    ImportResult,
+    check_record,
+    import_error,
+    read_json,
+    scalar,
+    slug,
+)
+from memory_lab.limits import ReadBudget
 from memory_lab.normalize import contains_answer
 
 QUESTION_TYPES = {
@@ -29,7 +37,13 @@ _REQUIRED = ("question_id", "question_type", "question", "haystack_sessions")
 def _convert(name: str, index: int, item: Any, report: ImportReport) -> dict[str, Any] | None:
     if not isinstance(item, dict):
         raise import_error(name, f"record {index}", "record", "must be an object")
-    qid = str(item.get("question_id", f"record {index}"))
+    qid = item.get("question_id", f"record {index}")
+    if not scalar(qid) or not str(qid).strip() or not str(qid).isprintable():
+        raise import_error(
+            name, f"record {index}", "question_id", f"must be a printable string, got {qid!r}"
+        )
+    qid = str(qid)
+    check_record(name, qid, item)
     for key in _REQUIRED:
         if key not in item:
             raise import_error(name, qid, key, "missing field")
@@ -38,6 +52,18 @@ def _convert(name: str, index: int, item: Any, report: ImportReport) -> dict[str
     session_ids = item.get("haystack_session_ids") or []
     if not isinstance(haystack, list):
         raise import_error(name, qid, "haystack_sessions", "must be a list of sessions")
+    for key, value in (("haystack_dates", dates), ("haystack_session_ids", session_ids)):
+        if not isinstance(value, list):
+            raise import_error(name, qid, key, f"must be a list, got {value!r}")
+        for i, part in enumerate(value):
+            if part is not None and not scalar(part):
+                raise import_error(name, qid, f"{key}[{i}]", f"must be a string, got {part!r}")
+    for key in ("question", "question_type"):
+        if not isinstance(item[key], str) or not item[key].strip():
+            raise import_error(name, qid, key, f"must be a non-empty string, got {item[key]!r}")
+    answer = item.get("answer")
+    if answer is not None and not scalar(answer):
+        raise import_error(name, qid, "answer", f"must be a string, got {answer!r}")
     abstention = qid.endswith("_abs")
     qtype = item["question_type"]
     if qtype not in QUESTION_TYPES:
@@ -53,6 +79,10 @@ def _convert(name: str, index: int, item: Any, report: ImportReport) -> dict[str
             field_ = f"haystack_sessions[{s_index}][{t_index}]"
             if not isinstance(turn, dict) or turn.get("role") not in ("user", "assistant"):
                 raise import_error(name, qid, f"{field_}.role", "must be 'user' or 'assistant'")
+            if turn.get("content") is not None and not scalar(turn["content"]):
+                raise import_error(
+                    name, qid, f"{field_}.content", f"must be a string, got {turn['content']!r}"
+                )
             content = str(turn.get("content") or "").strip()
             if not content:
                 report.skip(f"{qid} {field_}", "empty content")
@@ -74,7 +104,7 @@ def _convert(name: str, index: int, item: Any, report: ImportReport) -> dict[str
         return None
     probe: dict[str, Any] = {
         "id": slug(qid),
-        "question": str(item["question"]),
+        "question": item["question"],
         "category": "abstention" if abstention else QUESTION_TYPES[qtype],
         "metadata": {
             "question_id": qid,
@@ -85,7 +115,7 @@ def _convert(name: str, index: int, item: Any, report: ImportReport) -> dict[str
     }
     if session_ids:
         probe["metadata"]["haystack_session_ids"] = session_ids
-    answer = str(item.get("answer", "")).strip()
+    answer = "" if answer is None else str(answer).strip()
     if abstention:
         probe["metadata"]["reference_answer"] = answer
     else:
@@ -115,12 +145,11 @@ def _convert(name: str, index: int, item: Any, report: ImportReport) -> dict[str
     }
 
 
-def import_longmemeval(path: Path) -> ImportResult:
-    """Import every question of a LongMemEval file as its own dialogue."""
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except json.JSONDecodeError as exc:
-        raise import_error(str(path), None, "file", f"not valid JSON: {exc}") from None
+def import_longmemeval(path: Path, budget: ReadBudget | None = None) -> ImportResult:
+    """Import every question of a LongMemEval file as its own dialogue; ``budget`` bounds the
+    bytes read (64 MiB by default)."""
+    budget = budget or ReadBudget()
+    data = read_json(str(path), lambda: budget.read_file(path))
     if not isinstance(data, list):
         raise import_error(str(path), None, "file", "must be a JSON list of questions")
     report = ImportReport("longmemeval", str(path))

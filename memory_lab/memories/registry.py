@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import re
 import typing
 from collections.abc import Callable
@@ -38,6 +39,7 @@ ENTRY_POINT_GROUP = "memory_lab.memories"
 LIST_SEPARATOR = "+"
 
 _SCALARS = (int, float, str, bool)
+INT_LIMIT = 2**31 - 1  # an int parameter without a declared max fits a C int (k, sizes, tokens)
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _SOURCE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
@@ -119,8 +121,17 @@ class Param:
                 raise ValueError(raw)
             else:
                 value = kind(str(raw).strip() if not isinstance(raw, (int, float)) else raw)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise self._error(memory, raw) from None
+        if kind is float and not math.isfinite(value):
+            raise MemorySpecError(
+                f"memory '{memory}': parameter '{self.name}' must be a finite number, got {raw!r}"
+            )
+        if kind is int and abs(value) > INT_LIMIT and self.max is None:
+            raise MemorySpecError(
+                f"memory '{memory}': parameter '{self.name}' must be between {-INT_LIMIT:,} "
+                f"and {INT_LIMIT:,}, got {value}"
+            )
         if kind in (int, float):
             if self.min is not None and value < self.min:
                 raise MemorySpecError(
@@ -397,6 +408,8 @@ def parse_memory_spec(spec: str) -> MemorySpec:
             raise MemorySpecError(
                 f"memory '{factory.name}' has no parameter {key!r} (parameters: {allowed})"
             )
+        if key in given:
+            raise MemorySpecError(f"memory spec {spec!r}: parameter {key!r} is given twice")
         given[key] = by_name[key].check(raw.strip(), factory.name)
     return make_spec(factory, given)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import struct
 import zipfile
 
 import pytest
@@ -117,3 +118,147 @@ def test_import_command_writes_yaml_that_validates(tmp_path, capsys):
     assert main(["import", "locomo", str(LOCOMO), "--out", str(out)]) == 0
     assert main(["validate", str(out)]) == 0
     assert load_dialogues(out)[0].probes == load_dialogues(f"locomo:{LOCOMO}")[0].probes
+
+
+def zip_of(path, name, data, compression=zipfile.ZIP_DEFLATED):
+    with zipfile.ZipFile(path, "w", compression) as zf:
+        zf.writestr(name, data)
+    return path
+
+
+def cli_error(capsys, argv, code=2):
+    """The one line a failing command prints (``validate``: the problem it lists), checking
+    there is one and no traceback."""
+    assert main(argv) == code
+    out, err = capsys.readouterr()
+    lines = [x for x in (out + err).splitlines() if not x.startswith(("imported ", "  "))]
+    if argv[0] == "validate":
+        assert lines[-1] == "1 problem(s) found; files with problems load nothing."
+        lines = lines[:-1]
+    assert len(lines) == 1 and "Traceback" not in err, out + err
+    return lines[0]
+
+
+def test_a_zip_bomb_is_refused_by_its_declared_size_before_decompressing(tmp_path, capsys):
+    bomb = zip_of(tmp_path / "bomb.zip", "conv.json", bytes(70 * 1024 * 1024))
+    assert bomb.stat().st_size < 200_000
+    out = tmp_path / "run"
+    line = cli_error(capsys, ["run", "--dialogues", f"locomo:{bomb}", "--out", str(out)])
+    assert line == (
+        f"memory-lab: error: {bomb}!conv.json: document: file: decompresses to 73,400,320 bytes; "
+        "the limit is 67,108,864 (raise it with #max_mib=N)"
+    )
+    assert not out.exists()
+    # max_mib lifts the limit: the entry is then read, and is not JSON
+    with pytest.raises(DialogueError, match=r"bomb.zip!conv.json: .*not valid JSON"):
+        load_dialogues(f"locomo:{bomb}#max_mib=71")
+
+
+def test_a_zip_whose_header_understates_an_entry_is_refused_without_reading_it_all(tmp_path):
+    archive = zip_of(tmp_path / "liar.zip", "conv.json", bytes(70 * 1024 * 1024))
+    data = bytearray(archive.read_bytes())
+    central = data.index(b"PK\x01\x02")
+    struct.pack_into("<I", data, central + 24, 1000)  # uncompressed size in the directory
+    archive.write_bytes(bytes(data))
+    assert zipfile.ZipFile(archive).getinfo("conv.json").file_size == 1000
+    with pytest.raises(DialogueError, match=r"liar.zip!conv.json: .*not a readable zip entry"):
+        load_dialogues(f"locomo:{archive}")
+
+
+def test_entries_of_a_zip_share_one_limit(tmp_path):
+    archive = tmp_path / "many.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        for i in range(3):
+            zf.writestr(f"c{i}.json", b"[%s]" % (b" " * (600 * 1024)))  # 1 MiB allowed
+    with pytest.raises(
+        DialogueError,
+        match=r"many.zip!c1.json: .*decompresses to 614,402 bytes, more than the 434,174 left "
+        r"of the limit of 1,048,576",
+    ):
+        load_dialogues(f"locomo:{archive}#max_mib=1")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"PK\x03\x04 not really a zip", "not a readable zip: File is not a zip file"),
+        (b"", "not a readable zip"),
+    ],
+)
+def test_a_corrupt_zip_is_one_line_naming_it(tmp_path, capsys, content, message):
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(content)
+    line = cli_error(capsys, ["validate", f"locomo:{bad}"], code=1)
+    assert line.startswith(f"{bad}: document: file: ") and message in line
+
+
+def test_a_deeply_nested_file_is_one_line_naming_it(tmp_path, capsys):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    line = cli_error(capsys, ["run", "--dialogues", f"locomo:{deep}", "--out", str(tmp_path / "r")])
+    assert line == f"memory-lab: error: {deep}: document: file: JSON nested too deeply to read " + (
+        "(limit 40 levels)"
+    )
+    record = json.loads(LOCOMO.read_text())[0]
+    record["event_summary"] = json.loads("[" * 60 + "]" * 60)  # parses, deeper than a dialogue
+    deep.write_text(json.dumps([record]))
+    with pytest.raises(DialogueError, match=r"record 0': record: nested deeper than 40 levels"):
+        load_dialogues(f"locomo:{deep}")
+
+
+def malformed(tmp_path, change):
+    record = json.loads(LOCOMO.read_text())[0]
+    change(record)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps([record]))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "message"),
+    [
+        (lambda r: r["qa"][0].update(category=True), "qa[0].category", "must be an integer"),
+        (lambda r: r["qa"][0].update(category=[1]), "qa[0].category", "got [1]"),
+        (lambda r: r["qa"][0].update(answer={"a": 1}), "qa[0].answer", "must be a string"),
+        (
+            lambda r: r["conversation"]["session_1"][0].update(speaker=["Caroline"]),
+            "conversation.session_1[0].speaker",
+            "must be a string",
+        ),
+        (
+            lambda r: r["conversation"].update(session_01=[]),
+            "conversation.session_01",
+            "same session as session_1",
+        ),
+        (lambda r: r.update(sample_id="conv\x1b[2J"), "sample_id", "must be a printable string"),
+    ],
+)
+def test_malformed_values_are_one_line_naming_the_field(tmp_path, capsys, change, field, message):
+    bad = malformed(tmp_path, change)
+    line = cli_error(capsys, ["run", "--dialogues", f"locomo:{bad}", "--out", str(tmp_path / "r")])
+    assert line.startswith(f"memory-lab: error: {bad}: ") and f": {field}: " in line
+    assert message in line and "\x1b" not in line
+
+
+def test_a_dia_id_with_an_escape_is_refused_and_shown_escaped(tmp_path, capsys):
+    bad = malformed(tmp_path, lambda r: r["conversation"]["session_1"][0].update(dia_id="D1:1\x1b"))
+    assert main(["validate", f"locomo:{bad}"]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "turns[0].id: must be a string without spaces or control" in out
+    assert "'D1:1\\x1b'" in out
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("#categories=sideways", "options: categories must be one of paper, swapped"),
+        ("#colour=red", "locomo has no option 'colour' (options: categories, max_mib)"),
+        ("#swapped", "options: expected key=value, got 'swapped'"),
+        ("#categories=paper,categories=swapped", "'categories' given twice"),
+        ("#max_mib=0", "max_mib must be a whole number of MiB >= 1, got '0'"),
+        ("#max_mib=²", "max_mib must be a whole number"),
+    ],
+)
+def test_bad_options_are_one_line(tmp_path, capsys, source, message):
+    line = cli_error(capsys, ["validate", f"locomo:{LOCOMO}{source}"], code=1)
+    assert message in line

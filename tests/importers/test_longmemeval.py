@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 
 import pytest
 
@@ -63,3 +65,97 @@ def test_run_then_export_hypotheses_for_the_official_judge(tmp_path):
     probes = read_results(out).probes
     replies = dict(zip(probes["probe_id"], probes["reply"], strict=True))
     assert lines[0]["hypothesis"] == replies["e47becba"]
+
+
+def variant(tmp_path, change):
+    data = json.loads(LME.read_text())
+    change(data[0])
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def run_error(tmp_path, capsys, source):
+    """The one line ``run`` prints for a bad source: exit 2, no traceback, no results folder."""
+    out = tmp_path / "run"
+    assert main(["run", "--memory", "buffer", "--dialogues", source, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert not out.exists()
+    return err.strip()
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "message"),
+    [
+        (lambda q: q.update(haystack_dates=5), "haystack_dates", "must be a list, got 5"),
+        (lambda q: q.update(haystack_dates=[[1]]), "haystack_dates[0]", "must be a string"),
+        (lambda q: q.update(question=None), "question", "must be a non-empty string, got None"),
+        (lambda q: q.update(question_type=["x"]), "question_type", "must be a non-empty string"),
+        (lambda q: q.update(answer=["a", "b"]), "answer", "must be a string"),
+        (
+            lambda q: q["haystack_sessions"][0][0].update(content={"text": "hi"}),
+            "haystack_sessions[0][0].content",
+            "must be a string",
+        ),
+        (lambda q: q.update(question_id="e4\x1b[2J"), "question_id", "must be a printable"),
+        (lambda q: q.update(extra=float("nan")), "record", "extra is nan; numbers must be finite"),
+        (lambda q: q.update(extra=json.loads("[" * 50 + "]" * 50)), "record", "nested deeper"),
+    ],
+)
+def test_malformed_questions_are_one_line_naming_file_and_field(
+    tmp_path, capsys, change, field, message
+):
+    bad = variant(tmp_path, change)
+    line = run_error(tmp_path, capsys, f"longmemeval:{bad}")
+    assert line.startswith(f"memory-lab: error: {bad}: ") and f": {field}: " in line
+    assert message in line and "\x1b" not in line
+
+
+def test_a_deeply_nested_file_is_one_line(tmp_path, capsys):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    line = run_error(tmp_path, capsys, f"longmemeval:{deep}")
+    assert line == (
+        f"memory-lab: error: {deep}: document: file: JSON nested too deeply to read "
+        "(limit 40 levels)"
+    )
+
+
+def test_a_file_over_64_mib_is_refused_unless_max_mib_allows_it(tmp_path, capsys):
+    big = tmp_path / "big.json"
+    with open(big, "wb") as fh:  # sparse: 65 MiB of apparent size, written in no time
+        fh.write(LME.read_bytes())
+        fh.truncate(65 * 1024 * 1024)
+    line = run_error(tmp_path, capsys, f"longmemeval:{big}")
+    assert line == (
+        f"memory-lab: error: {big}: document: file: is 68,157,440 bytes; the limit is 67,108,864 "
+        "(raise it with #max_mib=N)"
+    )
+    with pytest.raises(DialogueError, match="not valid JSON"):  # read now: the NUL padding
+        load_dialogues(f"longmemeval:{big}#max_mib=66")
+
+
+def test_a_file_larger_than_it_says_stops_being_read_at_the_limit(tmp_path):
+    """A pipe says it holds 0 bytes; reading stops one chunk past the limit all the same."""
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    written = []
+
+    def feed():
+        with open(fifo, "wb") as fh:
+            try:
+                for _ in range(64):  # 64 MiB offered, 1 MiB allowed
+                    fh.write(b" " * (1024 * 1024))
+                    written.append(1)
+            except BrokenPipeError:
+                pass
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        with pytest.raises(DialogueError, match=r"pipe.json: .*is more than 1,048,576 bytes"):
+            load_dialogues(f"longmemeval:{fifo}#max_mib=1")
+    finally:
+        writer.join(timeout=10)
+    assert len(written) < 8  # the reader stopped; the writer's pipe broke

@@ -35,6 +35,11 @@ def test_spec_parsing_converts_types_and_labels_explicit_params():
         ("window:size=3", "has no parameter 'size'"),
         ("window:k=many", "must be int"),
         ("window:k", "expected key=value"),
+        ("window:k=2,k=7", "parameter 'k' is given twice"),
+        ("vector:k=99999999999999999999", "must be between -2,147,483,647 and 2,147,483,647"),
+        ("hybrid:dense_weight=nan", "must be a finite number, got 'nan'"),
+        ("hybrid:dense_weight=inf", "must be a finite number, got 'inf'"),
+        ("hybrid:dense_weight=-1e400", "must be a finite number"),
     ],
 )
 def test_bad_specs_give_clear_errors(spec, message):

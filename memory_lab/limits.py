@@ -1,0 +1,147 @@
+"""Input bounds shared by dialogue files and dataset imports: bytes read, nesting, values.
+
+Every reader checks a file's or zip entry's declared size first and then reads in chunks, so a
+file that grows or a zip whose header lies costs at most the limit plus one chunk. Helpers raise
+``InputError`` with a message that does not name the file; the caller adds the file and field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import zipfile
+import zlib
+from pathlib import Path
+from typing import IO, Any
+
+MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_DEPTH = 40
+MAX_NODES = 2_000_000  # values after YAML aliases are expanded, as hashing would see them
+_CHUNK = 1024 * 1024
+# what a corrupt, truncated, encrypted or exotic zip raises while it is opened or read
+ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError)
+
+
+class InputError(ValueError):
+    """A file that is too large, unreadable or malformed; the message names no file."""
+
+
+class ReadBudget:
+    """The bytes one load may read across all its files and zip entries (``limit`` in all).
+
+    ``hint`` is appended to a refusal (e.g. the option that raises the limit).
+    """
+
+    def __init__(self, limit: int = MAX_FILE_BYTES, hint: str = ""):
+        self.limit = limit
+        self.left = limit
+        self.hint = f" ({hint})" if hint else ""
+
+    def _refusal(self, what: str) -> InputError:
+        if self.left == self.limit:
+            return InputError(f"{what}; the limit is {self.limit:,}{self.hint}")
+        return InputError(
+            f"{what}, more than the {self.left:,} left of the limit of {self.limit:,} bytes "
+            f"for all files read together{self.hint}"
+        )
+
+    def _take(self, stream: IO[bytes], declared: int, what: str) -> bytes:
+        if declared > self.left:
+            raise self._refusal(f"{what} {declared:,} bytes")
+        chunks, total = [], 0
+        while chunk := stream.read(min(_CHUNK, self.left - total + 1)):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > self.left:
+                raise self._refusal(f"{what} more than {self.left:,} bytes (it said {declared:,})")
+        self.left -= total
+        return b"".join(chunks)
+
+    def check_size(self, path: Path) -> None:
+        """InputError when ``path`` alone is larger than the limit (a zip, whose directory is
+        read whole before any entry)."""
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror or exc}") from None
+        if size > self.limit:
+            raise InputError(f"is {size:,} bytes; the limit is {self.limit:,}{self.hint}")
+
+    def read_file(self, path: Path) -> bytes:
+        """The bytes of ``path``; InputError when too large or unreadable."""
+        try:
+            with open(path, "rb") as fh:
+                return self._take(fh, path.stat().st_size, "is")
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror or exc}") from None
+
+    def read_zip_entry(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+        """The decompressed bytes of one entry, checked against its declared size and read in
+        chunks; InputError when too large, corrupt or encrypted."""
+        try:
+            with zf.open(info) as fh:
+                return self._take(fh, info.file_size, "decompresses to")
+        except ZIP_ERRORS as exc:
+            raise InputError(f"not a readable zip entry: {exc}") from None
+
+
+def decode(data: bytes) -> str:
+    """UTF-8 text; InputError naming the offset of the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text: {exc}") from None
+
+
+def parse_json(text: str) -> Any:
+    """``json.loads`` with one-line errors: invalid JSON, too deep, an over-long integer."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise InputError(f"JSON nested too deeply to read (limit {MAX_DEPTH} levels)") from None
+    except ValueError as exc:  # an integer of more than sys.get_int_max_str_digits() digits
+        raise InputError(f"not valid JSON: {exc}") from None
+
+
+def bounds_problem(doc: Any) -> str | None:
+    """Why a parsed document is unsafe to use (too deep, too large once aliases expand, a
+    non-string key, a lone surrogate, NaN or infinity), or None. Walks iteratively and stops at
+    the first limit, so a YAML alias bomb is refused in milliseconds instead of being expanded
+    by hashing."""
+    stack: list[tuple[Any, int, str]] = [(doc, 0, "")]
+    nodes = 0
+    while stack:
+        value, depth, where = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            return (
+                f"expands to more than {MAX_NODES:,} values (YAML aliases?); "
+                "a dialogue is far smaller"
+            )
+        if depth > MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH} levels at {where or 'the top'}"
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    return f"key {key!r} at {where or 'the top'} must be a string"
+                stack.append((item, depth + 1, f"{where}.{key}" if where else key))
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1, f"{where}[{i}]") for i, item in enumerate(value))
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"{where or 'a string'} holds an invalid character (a lone surrogate)"
+        elif isinstance(value, float) and not math.isfinite(value):
+            return f"{where or 'a value'} is {value}; numbers must be finite"
+    return None
+
+
+def printable(text: object) -> str:
+    """``text`` with control and other non-printable characters escaped, for one-line output."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
