@@ -368,7 +368,7 @@ def resume_benchmark(
     configuration was edited since the run started is refused.
     """
     folder = Path(out)
-    if not folder.is_dir():
+    if not (folder / "run.json").is_file():  # no lock file left in a folder that is no run's
         raise FileNotFoundError(f"{folder}: no run.json to resume")
     with hold_folder(folder):
         return _resume(folder, jobs, concurrency, executor, ray_address, resources, progress)

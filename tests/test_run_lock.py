@@ -295,3 +295,9 @@ def test_options_resume_takes_are_honoured(interrupted, reference):
     extra = ["--jobs", "1", "--concurrency", "2", "--executor", "local", "--resource", "x=y"]
     assert main(["run", "--resume", str(interrupted), "--quiet", *extra]) == 0
     assert records_of(interrupted) == records_of(reference)
+
+
+def test_resume_of_a_folder_without_a_run_leaves_no_lock_file_in_it(tmp_path, capsys):
+    assert main(["run", "--resume", str(tmp_path), "--quiet"]) == 2
+    assert f"{tmp_path}: no run.json to resume" in one_line_error(capsys)
+    assert not (tmp_path / LOCK_FILE).exists()
