@@ -62,6 +62,7 @@ from memory_lab.results import (
     summarize_by_category,
     write_run_info,
 )
+from memory_lab.run_guard import CHECKSUM_KEY, check_config, config_checksums, hold_folder
 from memory_lab.runner import RunModels, exchanges
 from memory_lab.sources import BUILTIN_PREFIX, load_dialogues
 
@@ -309,12 +310,15 @@ def run_benchmark(
         "python": sys.version.split()[0],
         "platform": platform.platform(),
     }
+    info[CHECKSUM_KEY] = config_checksums(info)  # --resume refuses a run.json edited since
     models = RunModels.create(
         effective, cache_dir=cache_dir, resources=resources, work_dir=str(Path(out).resolve())
     )
-    folder = prepare_out_dir(out)
-    write_run_info(folder, info)
-    return _execute(folder, info, grid(memories, dialogues), models, progress)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    with hold_folder(out):  # one run per folder, from before its first write to its last
+        folder = prepare_out_dir(out)
+        write_run_info(folder, info)
+        return _execute(folder, info, grid(memories, dialogues), models, progress)
 
 
 def grid(memories: list[MemorySpec], dialogues: list[Dialogue]) -> list[CellTask]:
@@ -359,11 +363,29 @@ def resume_benchmark(
     Memories are rebuilt from their recorded parameters (never today's defaults), dialogues
     from their recorded absolute sources (checked against their content hashes), and models
     from the recorded config; only ``jobs``/``concurrency`` and the executor (``executor``,
-    ``ray_address``) may change, and ``resources`` must be given again (never written).
+    ``ray_address``) may change, and ``resources`` must be given again (never written). The
+    folder is locked first (a live run's is refused: ``run_guard.py``) and a run.json whose
+    configuration was edited since the run started is refused.
     """
     folder = Path(out)
+    if not (folder / "run.json").is_file():  # no lock file left in a folder that is no run's
+        raise FileNotFoundError(f"{folder}: no run.json to resume")
+    with hold_folder(folder):
+        return _resume(folder, jobs, concurrency, executor, ray_address, resources, progress)
+
+
+def _resume(
+    folder: Path,
+    jobs: int | None,
+    concurrency: int | None,
+    executor: str | None,
+    ray_address: str | None,
+    resources: dict[str, str] | None,
+    progress: bool,
+) -> RunOutcome:
     info = read_run_info(folder)
     where = str(folder / "run.json")
+    check_config(info, folder / "run.json")
     config = RunConfig.from_json(info["config"], where)
     changes = {k: v for k, v in (("jobs", jobs), ("concurrency", concurrency)) if v is not None}
     if changes:

@@ -111,10 +111,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     resources = _pairs(args.resource, "--resource")
     if args.resume:
+        given = args.given
+        refused = [f"--{d.replace('_', '-')}" for d in sorted(given - set(RESUME_OPTIONS))]
+        if refused:
+            honoured = ", ".join(f"--{d.replace('_', '-')}" for d in RESUME_OPTIONS[1:])
+            raise ValueError(
+                f"{', '.join(refused)} cannot be given with --resume, which continues the run "
+                f"as its run.json records it (only {honoured} may be)"
+            )
         outcome = resume_benchmark(
             args.resume,
-            jobs=args.jobs if args.jobs != 1 else None,
-            concurrency=args.concurrency if args.concurrency != 1 else None,
+            jobs=args.jobs if "jobs" in given else None,
+            concurrency=args.concurrency if "concurrency" in given else None,
             executor=args.executor,
             ray_address=args.ray_address,
             resources=resources,
@@ -137,6 +145,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
         progress=not args.quiet,
     )
     return _report_run(outcome)
+
+
+# what ``run --resume`` takes: the rest of a run is recorded in its run.json
+RESUME_OPTIONS = ("resume", "jobs", "concurrency", "executor", "ray_address", "resource", "quiet")
+
+
+def _given_run_options(argv: list[str] | None) -> set[str]:
+    """The ``run`` options (as dests) given on the command line, even when given their
+    default value: the line is parsed again with every default suppressed."""
+    parser = build_parser()
+    run = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    options = [a for a in run.choices["run"]._actions if a.option_strings and a.dest != "help"]
+    for action in options:
+        action.default = argparse.SUPPRESS
+    given = vars(parser.parse_args(argv))
+    return {a.dest for a in options if a.dest in given}
 
 
 def _report_run(outcome) -> int:
@@ -384,6 +408,8 @@ def main(argv: list[str] | None = None) -> int:
     environment (one line naming the file or option), 130 interrupted. ``--debug`` shows the
     traceback instead of the one line."""
     args = build_parser().parse_args(argv)
+    if args.command == "run":
+        args.given = _given_run_options(argv)
     previous = _stop_on_sigterm()
     try:
         return args.func(args)
