@@ -14,7 +14,9 @@ cells' errors and tracebacks in the records, the cache file's keys, and one-line
 - known secret values, wherever they appear: the password parts of the run's resources
   (``--resource``, ``MEMORY_LAB_<NAME>``) and base URLs, API keys and other secret-named
   environment variables (``OPENAI_API_KEY``, ``PGPASSWORD``, ...), and values ``remember``-ed.
-  Values shorter than ``MIN_SECRET_LENGTH`` are only masked where their form shows them.
+  Values shorter than ``MIN_SECRET_LENGTH`` are only masked where their form shows them, and a
+  bare value (an opaque resource, an environment variable) only if it may be a token (8 or more
+  characters, no spaces, not a path: ``_opaque``).
 
 ``redact_value`` does the same through dicts and lists and masks every value whose key is
 secret-named (``is_secret_name``: ``*key``, ``*secret``, ``*token``, ``*password``, ...; never
@@ -36,14 +38,15 @@ MIN_SECRET_LENGTH = 4
 
 _SECRET_WORDS = r"password|passwd|passphrase|secret|apikey|api[_-]key|credentials?"
 # a setting's name that says its value is a secret (``max_tokens`` is not one)
-_SECRET_NAME = re.compile(rf"(?:{_SECRET_WORDS})$|(?:^|[_.-])(?:key|token|pwd)$", re.I)
+# (not ``pwd``: the environment's PWD is the working directory)
+_SECRET_NAME = re.compile(rf"(?:{_SECRET_WORDS})$|(?:^|[_.-])(?:key|token)$", re.I)
 _NAME_CHARS = r"[A-Za-z0-9_.-]"
 # a quoted value (its closing quote may be missing: libpq's error then quotes the rest), or a word
 _VALUE = r"'(?:[^'\\]|\\.)*'?|\"(?:[^\"\\]|\\.)*\"?|[^\s&#'\"]+"
-# name=value: keyword DSNs, query strings, Python reprs; a bare key/token/pwd only in a query
+# name=value: keyword DSNs, query strings, Python reprs; a bare key/token only in a query
 _ASSIGNED = re.compile(
-    rf"(?<!{_NAME_CHARS})(?P<name>{_NAME_CHARS}*(?:{_SECRET_WORDS}|[_.-](?:key|token|pwd))"
-    rf"|(?<=[?&;])(?:key|token|pwd))(?P<eq>\s*=\s*)(?P<value>{_VALUE})",
+    rf"(?<!{_NAME_CHARS})(?P<name>{_NAME_CHARS}*(?:{_SECRET_WORDS}|[_.-](?:key|token))"
+    rf"|(?<=[?&;])(?:key|token))(?P<eq>\s*=\s*)(?P<value>{_VALUE})",
     re.I,
 )
 # 'name': value (dict reprs, JSON text)
@@ -101,9 +104,20 @@ def remember_resources(resources: Mapping[str, str] | None, base_url: str | None
     for value in (resources or {}).values():
         parts = secrets_in(value)
         remember(*parts)
-        if not parts and "://" not in value and "=" not in value:
+        if not parts and "://" not in value and "=" not in value and _opaque(value):
             remember(value)
     remember(*secrets_in(base_url))
+
+
+def _opaque(value: str) -> bool:
+    """Whether a bare value may be a token, masked whole: not a word-sized value, a path or a
+    sentence (masking those everywhere would also mask file names in run.json)."""
+    return (
+        len(value) >= 8
+        and not any(c.isspace() for c in value)
+        and value[0] not in "/~."
+        and not os.path.exists(value)
+    )
 
 
 def known_secrets() -> set[str]:
@@ -112,7 +126,7 @@ def known_secrets() -> set[str]:
     with _known_lock:
         found = set(_known)
     for name, value in os.environ.items():
-        if is_secret_name(name) and len(value) >= MIN_SECRET_LENGTH:
+        if is_secret_name(name) and _opaque(value):
             found.add(value)
         elif "://" in value or "=" in value:
             found |= secrets_in(value)

@@ -136,7 +136,18 @@ def test_secret_named_parameters_are_masked_and_others_kept():
         ("key_encoder", False),
         ("monkey", False),
         ("rrf_k", False),
+        ("PWD", False),  # the working directory
     ],
 )
 def test_secret_names(name, secret):
     assert is_secret_name(name) is secret
+
+
+def test_paths_and_words_are_never_taken_for_secret_values(monkeypatch, tmp_path):
+    """Masking them everywhere would mask the run's file names too (and break --resume)."""
+    monkeypatch.setenv("PWD", str(tmp_path))
+    monkeypatch.setenv("SOME_TOOL_KEY", str(tmp_path))
+    monkeypatch.setenv("SHORT_TOKEN", "abc")
+    remember_resources({"data": str(tmp_path), "mode": "fast", "n": "12345678 apart"})
+    text = f"{tmp_path}/dialogues/a.yaml fast 12345678 apart abc"
+    assert redact(text) == text
