@@ -52,6 +52,7 @@ from memory_lab.record_log import (
     ended_cells,
     prepare_parts,
 )
+from memory_lab.redact import has_redacted_credentials, redact, redact_value, remember_resources
 from memory_lab.results import (
     CATEGORY_SUMMARY_FILE,
     RECORDS_FILE,
@@ -124,8 +125,7 @@ def model_params_judge(spec: str, base_url: str | None) -> dict:
     """The judge model's parameters for run.json, without secrets."""
     from memory_lab.judge import resolve_judge
 
-    params = dict(resolve_judge(spec, base_url=base_url)._identifying_params)
-    return {k: v for k, v in params.items() if "key" not in k.lower()}
+    return redact_value(dict(resolve_judge(spec, base_url=base_url)._identifying_params))
 
 
 def package_versions() -> dict[str, str]:
@@ -186,13 +186,15 @@ def run_benchmark(
 
     ``config`` (or the same settings as keywords, e.g. ``llm="openai:gpt-4o-mini"``, ``jobs=2``)
     holds everything that shapes the numbers; see ``RunConfig``. ``resources`` are run-wide
-    named resources for memories (a database URL): used, never written to any file. A cell
+    named resources for memories (a database URL): used, and only their names are written;
+    every password, key or token is redacted from run.json, errors and cache keys. A cell
     that raises is recorded as failed with its error and the run goes on. ``jobs`` > 1 runs
     cells in processes (memories must be built in or named ``module:factory``); records are the
     same as with one job apart from timings. ``dry_run`` replays with the offline stand-ins,
     calling no provider, and prices the tokens as the requested models.
     """
     config = config or RunConfig(**settings)
+    remember_resources(resources, config.base_url)  # masked in every message from here on
     if not memories:
         raise ValueError("no memories to run")
     if not dialogues:
@@ -238,7 +240,7 @@ def run_benchmark(
         "run_id": uuid.uuid4().hex,
         "started": started.isoformat(),
         "status": "running",
-        "argv": sys.argv,
+        "argv": sys.argv,  # like all of run.json, redacted when written (redact.py)
         "config": config.to_json(),
         "memories": [m.label for m in memories],
         "memory_specs": [m.to_json() for m in memories],
@@ -310,7 +312,8 @@ def run_benchmark(
         "python": sys.version.split()[0],
         "platform": platform.platform(),
     }
-    info[CHECKSUM_KEY] = config_checksums(info)  # --resume refuses a run.json edited since
+    # as written (redacted): --resume refuses a run.json edited since
+    info[CHECKSUM_KEY] = config_checksums(redact_value(info))
     models = RunModels.create(
         effective, cache_dir=cache_dir, resources=resources, work_dir=str(Path(out).resolve())
     )
@@ -346,6 +349,30 @@ def read_run_info(folder: Path) -> dict[str, Any]:
     return info
 
 
+def resume_base_url(recorded: str | None, given: str | None, where: str) -> str | None:
+    """The base URL a resumed run uses: the recorded one, or the same URL given again.
+
+    run.json records a base URL with its credentials redacted, so such a run resumes only with
+    the full URL given again (``given``, else ``OPENAI_BASE_URL``); a URL given that is not the
+    recorded one (a different server) is refused, with a one-line ValueError.
+    """
+    if given is None and has_redacted_credentials(recorded):
+        given = os.environ.get("OPENAI_BASE_URL") or None
+        if given is None:
+            raise ValueError(
+                f"{where}: the run's base URL {recorded} had credentials, which are never "
+                "written; pass it again with --base-url URL (or set OPENAI_BASE_URL)"
+            )
+    if given is None:
+        return recorded
+    if redact(given, known=False) != redact(recorded or "", known=False):
+        raise ValueError(
+            f"{where}: the run used the base URL {recorded or '(none given)'}, not "
+            f"{redact(given)}; a resumed run keeps its provider"
+        )
+    return given
+
+
 def resume_benchmark(
     out: str | Path,
     *,
@@ -354,6 +381,7 @@ def resume_benchmark(
     executor: str | None = None,
     ray_address: str | None = None,
     resources: dict[str, str] | None = None,
+    base_url: str | None = None,
     progress: bool = True,
 ) -> RunOutcome:
     """Continue an interrupted run in ``out``: finished cells are kept, the rest are redone.
@@ -363,15 +391,19 @@ def resume_benchmark(
     Memories are rebuilt from their recorded parameters (never today's defaults), dialogues
     from their recorded absolute sources (checked against their content hashes), and models
     from the recorded config; only ``jobs``/``concurrency`` and the executor (``executor``,
-    ``ray_address``) may change, and ``resources`` must be given again (never written). The
-    folder is locked first (a live run's is refused: ``run_guard.py``) and a run.json whose
+    ``ray_address``) may change, and ``resources`` must be given again (never written), as must
+    a base URL with credentials (``base_url``, else ``OPENAI_BASE_URL``; see ``resume_base_url``).
+    The folder is locked first (a live run's is refused: ``run_guard.py``) and a run.json whose
     configuration was edited since the run started is refused.
     """
     folder = Path(out)
     if not (folder / "run.json").is_file():  # no lock file left in a folder that is no run's
         raise FileNotFoundError(f"{folder}: no run.json to resume")
+    remember_resources(resources, base_url)
     with hold_folder(folder):
-        return _resume(folder, jobs, concurrency, executor, ray_address, resources, progress)
+        return _resume(
+            folder, jobs, concurrency, executor, ray_address, resources, base_url, progress
+        )
 
 
 def _resume(
@@ -381,12 +413,14 @@ def _resume(
     executor: str | None,
     ray_address: str | None,
     resources: dict[str, str] | None,
+    base_url: str | None,
     progress: bool,
 ) -> RunOutcome:
     info = read_run_info(folder)
     where = str(folder / "run.json")
     check_config(info, folder / "run.json")
     config = RunConfig.from_json(info["config"], where)
+    config = config.replace(base_url=resume_base_url(config.base_url, base_url, where))
     changes = {k: v for k, v in (("jobs", jobs), ("concurrency", concurrency)) if v is not None}
     if changes:
         config = config.replace(**{"jobs": 1, "concurrency": 1, **changes})

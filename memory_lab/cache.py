@@ -3,10 +3,10 @@
 Chat models: a ``CallCache`` (a ``langchain_core.caches.BaseCache`` in one SQLite file) is set as
 the model's ``cache``. LangChain's ``BaseChatModel._generate_with_cache`` then looks every call up
 by the prompt (the serialized messages) and the model's ``llm_string`` (provider class, model
-name, parameters, base URL, stop words; never secret values) before the client runs, and stores
-the full generations after a miss. On a hit LangChain skips the client, still fires
-``on_llm_end`` with the cached generations, whose messages carry the original ``usage_metadata``
-(LangChain adds ``total_cost: 0``). ``CallCache`` marks each returned hit with
+name, parameters, base URL without credentials, stop words; never secret values) before the
+client runs, and stores the full generations after a miss. On a hit LangChain skips the client,
+still fires ``on_llm_end`` with the cached generations, whose messages carry the original
+``usage_metadata`` (LangChain adds ``total_cost: 0``). ``CallCache`` marks each returned hit with
 ``response_metadata["memory_lab_cache"] == "hit"`` (see ``is_cache_hit``) and counts hits and
 misses (``take_stats``).
 
@@ -39,11 +39,13 @@ from langchain_core.messages import BaseMessage, message_to_dict, messages_from_
 from langchain_core.outputs import ChatGeneration, Generation, LLMResult
 from langchain_core.stores import ByteStore
 
+from memory_lab.redact import is_secret_name, redact, redact_value
+
 CACHE_FILE = "model-calls.sqlite"
 CACHE_MARK = "memory_lab_cache"  # response_metadata / generation_info key set on cache hits
 # Client settings that never change a model's reply, left out of cache keys.
 IGNORED_PARAMS = frozenset({"max_retries", "request_timeout", "timeout"})
-# Attributes naming an embedding model, folded into its namespace (never secrets).
+# Attributes naming an embedding model, folded into its namespace (URLs without credentials).
 _EMBEDDING_IDENTITY = ("model", "model_name", "dimensions", "openai_api_base", "base_url")
 
 
@@ -178,18 +180,20 @@ def _database(path: Path, timeout: float = 60.0) -> _Database:
 
 
 def _drop_params(params: dict[str, Any]) -> dict[str, Any]:
-    return {
+    """Parameters that shape a reply: no client settings, no secrets, URLs without credentials
+    (so runs with other passwords for the same server share their entries)."""
+    kept = {
         k: v
         for k, v in params.items()
         if k not in IGNORED_PARAMS
         and not (isinstance(v, dict) and v.get("type") == "secret")
-        and "api_key" not in k.lower()
-        and "secret" not in k.lower()
+        and not is_secret_name(k)
     }
+    return redact_value(kept, known=False)
 
 
 def canonical_llm_string(llm_string: str) -> str:
-    """LangChain's ``llm_string`` without retry/timeout settings or secret references."""
+    """LangChain's ``llm_string`` without retry/timeout settings, secrets or credentials."""
     head, sep, tail = llm_string.rpartition("---")
     if sep:
         try:
@@ -348,12 +352,13 @@ class CachedEmbeddings(CacheBackedEmbeddings):
 
 
 def embeddings_identity(embeddings: Embeddings) -> str:
-    """The class and model attributes of an embeddings object (no secrets), for namespaces."""
+    """The class and model attributes of an embeddings object, for namespaces: no secrets, a
+    base URL without its credentials (the same namespace whatever the password)."""
     parts = [type(embeddings).__name__]
     for name in _EMBEDDING_IDENTITY:
         value = getattr(embeddings, name, None)
         if value is not None:
-            parts.append(f"{name}={value}")
+            parts.append(f"{name}={redact(str(value), known=False)}")
     return ",".join(parts)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from memory_lab.config import RunConfig
 from memory_lab.dialogue import DialogueError
+from memory_lab.redact import redact
 from memory_lab.sources import validate
 
 
@@ -126,6 +127,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             executor=args.executor,
             ray_address=args.ray_address,
             resources=resources,
+            base_url=args.base_url,  # needed again when the recorded one had credentials
             progress=not args.quiet,
         )
         return _report_run(outcome)
@@ -148,7 +150,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 # what ``run --resume`` takes: the rest of a run is recorded in its run.json
-RESUME_OPTIONS = ("resume", "jobs", "concurrency", "executor", "ray_address", "resource", "quiet")
+RESUME_OPTIONS = (
+    "resume",
+    "jobs",
+    "concurrency",
+    "executor",
+    "ray_address",
+    "resource",
+    "base_url",
+    "quiet",
+)
 
 
 def _given_run_options(argv: list[str] | None) -> set[str]:
@@ -273,10 +284,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME=VALUE",
         help="a run-wide resource for memories, e.g. postgres=postgresql://... (or set "
-        "MEMORY_LAB_NAME); used, never written to any file",
+        "MEMORY_LAB_NAME); its passwords are never written to any file",
     )
     run.add_argument(
-        "--base-url", help="OpenAI-compatible server for openai: models (or set OPENAI_BASE_URL)"
+        "--base-url",
+        help="OpenAI-compatible server for openai: models (or set OPENAI_BASE_URL); with "
+        "--resume, the run's URL again when it had credentials (they are never written)",
     )
     run.add_argument("--out", type=Path, help="results folder (default: results/run-<time>)")
     run.add_argument(
@@ -420,13 +433,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         if len(exc.problems) == 1:
-            print(f"memory-lab: error: {exc}", file=sys.stderr)
+            print(f"memory-lab: error: {redact(str(exc))}", file=sys.stderr)
         else:
-            print(f"memory-lab: invalid dialogues:\n{exc}", file=sys.stderr)
+            print(f"memory-lab: invalid dialogues:\n{redact(str(exc))}", file=sys.stderr)
     except (ValueError, KeyError, OSError) as exc:
         if args.debug:
             raise
-        print(f"memory-lab: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"memory-lab: error: {redact(_one_line(exc))}", file=sys.stderr)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

@@ -39,6 +39,7 @@ from memory_lab.memories.registry import MemorySpec
 from memory_lab.models.embeddings import limit_torch_threads
 from memory_lab.record_log import PartWriter
 from memory_lab.records import CellRecord
+from memory_lab.redact import redact
 from memory_lab.runner import RunModels, replay_dialogue
 
 OnExchange = Callable[[int], None]  # called with the cell index after each exchange
@@ -73,13 +74,15 @@ def run_cell(
     write: Callable[[dict[str, Any]], None],
     on_exchange: Callable[[], None] | None = None,
 ) -> tuple[dict[str, Any], str | None]:
-    """Replay one cell and write its closing record; an exception is recorded, never raised."""
+    """Replay one cell and write its closing record; an exception is recorded (redacted: no
+    password, key or token of the run), never raised."""
     started = time.perf_counter()
     status, error, tb = "ok", None, None
     try:
         replay_dialogue(spec, dialogue, models, write, on_exchange=on_exchange)
     except Exception as exc:  # noqa: BLE001 - a failed cell is recorded, the run goes on
-        status, error, tb = "failed", f"{type(exc).__name__}: {exc}", traceback.format_exc()
+        status, tb = "failed", redact(traceback.format_exc())
+        error = redact(f"{type(exc).__name__}: {exc}")
     record = CellRecord(
         memory=spec.label,
         memory_name=spec.name,
@@ -127,7 +130,9 @@ def write_part(
 def record_failure(
     task: CellTask, parts_dir: Path, attempt: str, error: str, tb: str | None = None
 ) -> CellOutcome:
-    """A cell that could not run at all: a complete part holding only its failed cell record."""
+    """A cell that could not run at all: a complete part holding only its failed cell record
+    (error and traceback redacted)."""
+    error, tb = redact(error), redact(tb) if tb else tb
     record = CellRecord(
         memory=task.spec.label,
         memory_name=task.spec.name,
@@ -582,10 +587,10 @@ def _ray_cell(runtime: dict[str, Any], task: CellTask) -> tuple[list[dict[str, A
                 memory_name=task.spec.name,
                 dialogue=task.dialogue.id,
                 status="failed",
-                error=f"worker could not start: {type(exc).__name__}: {exc}",
+                error=redact(f"worker could not start: {type(exc).__name__}: {exc}"),
                 seconds=0.0,
             ).to_dict()
-            return [record], traceback.format_exc()
+            return [record], redact(traceback.format_exc())
         _ray_models.clear()  # one run's models at a time
         _ray_models[key] = models
     _, tb = run_cell(task.spec, task.dialogue, models, records.append)

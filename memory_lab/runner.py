@@ -46,6 +46,7 @@ from memory_lab.models.providers import MeteredEmbeddings, provider_embeddings
 from memory_lab.models.tokens import count_tokens, encoding, token_ids
 from memory_lab.prompt import CONVERSATION_PROMPT, INPUT_KEY, MEMORY_KEY, OUTPUT_KEY, render_prompt
 from memory_lab.records import ProbeRecord, TurnRecord, UsageRecord
+from memory_lab.redact import remember_resources
 from memory_lab.scoring import evidence_recall, score_probe
 
 Emit = Callable[[dict[str, Any]], None]
@@ -142,8 +143,13 @@ class RunModels:
         work_dir: str | None = None,
         **settings: Any,
     ) -> RunModels:
-        """Build the run-wide parts for ``config`` (or a RunConfig of ``settings``)."""
+        """Build the run-wide parts for ``config`` (or a RunConfig of ``settings``).
+
+        The resources' and base URL's secrets are masked in this process's errors from here on
+        (each worker process builds its models, so learns them too).
+        """
         config = config or RunConfig(**settings)
+        remember_resources(resources, config.base_url)
         call_cache = None
         if cache_dir is not None:
             from memory_lab.cache import CallCache

@@ -1,4 +1,5 @@
-"""Shared fixtures. The built-in suite is replayed once per test session and shared."""
+"""Shared fixtures. The built-in suite is replayed once per test session and shared, as are
+real PostgreSQL servers (private clusters, stopped after)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+
+from .postgres_cluster import debian_bin_dir, pgvector_bin_dir, running_cluster
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -69,3 +72,28 @@ def mini_dialogue():
 def private_call_cache(tmp_path, monkeypatch):
     """Tests never read or write the user's model-call cache (~/.cache/memory-lab)."""
     monkeypatch.setenv("MEMORY_LAB_CACHE", str(tmp_path / "call-cache"))
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A private PostgreSQL cluster (Debian's binaries) for the session; its URL."""
+    bin_dir = debian_bin_dir()
+    if bin_dir is None:
+        pytest.skip(
+            "no PostgreSQL binaries (/usr/lib/postgresql/*/bin/initdb): apt-get install postgresql"
+        )
+    with running_cluster(bin_dir) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def pgvector_url():
+    """A private PostgreSQL cluster with the vector extension (pgserver's bundled build)."""
+    bin_dir = pgvector_bin_dir()
+    if bin_dir is None:
+        pytest.skip(
+            "no PostgreSQL with pgvector: Debian's postgresql has no vector extension here; "
+            "pip install pgserver (bundles PostgreSQL with pgvector) to run this test"
+        )
+    with running_cluster(bin_dir) as url:
+        yield url

@@ -5,8 +5,8 @@ database file per cell under the run folder (``SqliteSaver``), removed at close 
 ``postgres`` on the server named by the run-wide resource ``postgres`` (``PostgresSaver``,
 ``PostgresStore``), where a cell's threads and Store items are deleted at close unless kept. No
 Store on SQLite: ``SqliteStore``'s index loads the sqlite-vec extension, which many Python builds
-(this project's reference machine among them) cannot load. The URL is used, never written:
-errors name only its host, port and database.
+(this project's reference machine among them) cannot load. The URL (or keyword DSN) is used,
+never written: errors name only its host, port and database, and their reasons are redacted.
 
 Checkpoints are written and read with a serializer pinned to the types these memories put in a
 thread (messages, plain values, langmem's ``RunningSummary``), so a reopened checkpointer loads
@@ -22,12 +22,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from langchain_core.embeddings import Embeddings
 
 from memory_lab.config import ConfigError
 from memory_lab.memories.protocol import MemoryResources
+from memory_lab.redact import redact, secrets_in
 
 BACKENDS = ("memory", "sqlite", "postgres")
 POSTGRES_RESOURCE = "postgres"
@@ -44,11 +44,17 @@ def checkpoint_serializer() -> Any:
 
 
 def describe_url(url: str) -> str:
-    """``host:port/database`` of a PostgreSQL URL: what errors may show (never the password)."""
-    parts = urlsplit(url)
-    host = parts.hostname or "localhost"
-    port = f":{parts.port}" if parts.port else ""
-    return f"{host}{port}{parts.path or '/'}"
+    """``host:port/database`` of a PostgreSQL URL or keyword DSN (``host=... dbname=...``):
+    what errors may show (never the password, nor the user)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(url)
+    except Exception:  # noqa: BLE001 - unparsable: shown redacted
+        return redact(url, extra=secrets_in(url))
+    host = str(parts.get("host") or "localhost")
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"{host}{port}/{parts.get('dbname') or ''}"
 
 
 def connect_postgres(url: str, memory: str) -> Any:
@@ -62,6 +68,7 @@ def connect_postgres(url: str, memory: str) -> Any:
         )
     except (psycopg.Error, ValueError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = redact(reason, extra=secrets_in(url))
         raise ConfigError(
             f"memory '{memory}': cannot reach PostgreSQL at {describe_url(url)} "
             f"(resource '{POSTGRES_RESOURCE}'): {reason}"

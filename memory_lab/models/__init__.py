@@ -19,6 +19,7 @@ from memory_lab.models.offline_reader import (
 from memory_lab.models.offline_summarizer import OfflineSummarizer
 from memory_lab.models.providers import ProviderError, provider_chat_model
 from memory_lab.models.tokens import TOKENIZER_NAME, count_tokens
+from memory_lab.redact import redact_value
 
 __all__ = [
     "ABSTAIN_REPLY",
@@ -65,8 +66,7 @@ def resolve_chat_model(
 def model_params(spec: str, role: str, base_url: str | None = None) -> dict:
     """The parameters of the model a spec resolves to, as recorded in run.json (no secrets)."""
     model = resolve_chat_model(spec, role, embeddings=OfflineEmbeddings(), base_url=base_url)
-    params = dict(model._identifying_params)
-    return {k: v for k, v in params.items() if "key" not in k.lower() and "secret" not in k.lower()}
+    return redact_value(dict(model._identifying_params))
 
 
 def model_name(spec: str, role: str) -> str:

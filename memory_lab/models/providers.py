@@ -2,9 +2,10 @@
 
 A model string is ``PROVIDER:MODEL``. Chat models are built with LangChain's
 ``init_chat_model``; OpenAI-compatible servers are reached with a base URL (the ``base_url``
-argument or ``OPENAI_BASE_URL``). Every model counts tokens with the bundled offline tokenizer,
-so counting never downloads anything and never raises for a model name a provider's own
-counter does not know (``ChatOpenAI`` raises for non-OpenAI names behind a compatible URL).
+argument or ``OPENAI_BASE_URL``), shown in messages with its credentials redacted. Every model
+counts tokens with the bundled offline tokenizer, so counting never downloads anything and never
+raises for a model name a provider's own counter does not know (``ChatOpenAI`` raises for
+non-OpenAI names behind a compatible URL).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
 from memory_lab.models.tokens import count_message_tokens, token_ids
+from memory_lab.redact import redact
 
 # provider -> (python package, pip package, API-key variable or None)
 PROVIDERS: dict[str, tuple[str, str, str | None]] = {
@@ -98,12 +100,12 @@ def check_reachable(url: str | None, timeout: float = 3.0) -> None:
 
     parts = urlsplit(url)
     if not parts.hostname:
-        raise ProviderError(f"base URL {url!r} has no host")
+        raise ProviderError(f"base URL {redact(url)!r} has no host")
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         socket.create_connection((parts.hostname, port), timeout=timeout).close()
     except OSError as exc:
-        raise ProviderError(f"cannot reach the provider at {url}: {exc}") from None
+        raise ProviderError(f"cannot reach the provider at {redact(url)}: {exc}") from None
 
 
 def default_max_retries() -> int:
