@@ -37,6 +37,7 @@ from memory_lab.dialogue import Dialogue
 from memory_lab.faults import set_driver
 from memory_lab.memories.registry import MemorySpec
 from memory_lab.models.embeddings import limit_torch_threads
+from memory_lab.models.providers import prepare_clients
 from memory_lab.record_log import PartWriter
 from memory_lab.records import CellRecord
 from memory_lab.runner import RunModels, replay_dialogue
@@ -75,6 +76,7 @@ def run_cell(
 ) -> tuple[dict[str, Any], str | None]:
     """Replay one cell and write its closing record; an exception is recorded, never raised."""
     started = time.perf_counter()
+    prepare_clients(models.config.model_specs(), models.config.base_url)  # once per process
     status, error, tb = "ok", None, None
     try:
         replay_dialogue(spec, dialogue, models, write, on_exchange=on_exchange)
@@ -216,6 +218,8 @@ class Threads:
                     ended.put(exc)
                     return
 
+        # imports made by building a client happen here, not in several threads at once
+        prepare_clients(self.models.config.model_specs(), self.models.config.base_url)
         for n in range(min(self.concurrency, len(tasks))):
             threading.Thread(target=work, name=f"memory-lab-cell-{n}", daemon=True).start()
         try:
