@@ -47,6 +47,10 @@ _FIRST_CALL_MODULES = (
 )
 
 
+# Sent as the key to an OpenAI-compatible base URL when OPENAI_API_KEY is unset or empty.
+KEYLESS = "not-needed"
+
+
 class ProviderError(ValueError):
     """A model string that cannot be served here: one line saying what to install or set."""
 
@@ -70,11 +74,13 @@ def _check_ready(provider: str, base_url: str | None) -> None:
         raise ProviderError(
             f"provider {provider!r} needs the package {pip_name}: pip install {pip_name}"
         ) from None
-    if key and not os.environ.get(key):
+    if key and not os.environ.get(key, "").strip():  # unset, empty or blank
         if provider == "openai" and base_url:
-            os.environ.setdefault(key, "not-needed")  # compatible servers often ignore the key
+            # OpenAI-compatible servers (vLLM, llama.cpp, LM Studio) often need no key: keyless
+            os.environ[key] = KEYLESS
             return
-        raise ProviderError(f"provider {provider!r} needs an API key: set {key}")
+        state = "is empty" if key in os.environ else "is not set"
+        raise ProviderError(f"provider {provider!r} needs an API key: set {key} (it {state})")
 
 
 def base_url_for(provider: str, base_url: str | None) -> str | None:

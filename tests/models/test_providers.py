@@ -301,3 +301,37 @@ def test_prepare_clients_imports_the_provider_stack_in_the_calling_thread(mock):
         + ["langchain_openai.embeddings", "openai"]
     )
     assert mock.requests == []  # no request made
+
+
+@pytest.mark.parametrize("key", ["", "  "])
+def test_an_empty_key_without_a_base_url_is_a_one_line_error(tmp_path, monkeypatch, capsys, key):
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    out = tmp_path / "run"
+    code = main(
+        ["run", "--memory", "buffer", "--dialogues", str(FIXTURES / "dialogues")]
+        + ["--llm", "openai:gpt-4o-mini", "--out", str(out), "--quiet"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists()
+    assert err.strip().splitlines() == [
+        "memory-lab: error: provider 'openai' needs an API key: set OPENAI_API_KEY (it is empty)"
+    ]
+
+
+@pytest.mark.parametrize("key", [None, "", "  "])
+def test_a_base_url_runs_keyless_when_the_key_is_unset_or_empty(tmp_path, monkeypatch, key):
+    """OpenAI-compatible local servers often need no key: the run goes on without one."""
+    with OpenAIMock() as server:
+        if key is None:
+            monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        else:
+            monkeypatch.setenv("OPENAI_API_KEY", key)
+        out = tmp_path / "run"
+        code = main(
+            ["run", "--memory", "buffer", "--dialogues", str(FIXTURES / "dialogues")]
+            + ["--llm", "openai:gpt-4o-mini", "--base-url", server.base_url, "--no-cache"]
+            + ["--out", str(out), "--quiet"]
+        )
+        assert code == 0 and server.calls("chat") > 0
+        assert {r["headers"]["authorization"] for r in server.requests} == {"Bearer not-needed"}
