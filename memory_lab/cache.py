@@ -15,7 +15,8 @@ SQLite ``ByteStore`` in the same file, caching documents and queries (apart) und
 that always includes the model's identity.
 
 The file may be shared by threads (one connection per process behind a lock) and by processes
-(SQLite WAL, waiting up to ``timeout`` seconds on a locked database).
+(SQLite WAL, waiting or retrying up to ``timeout`` seconds on a locked database). A cache failure
+never fails a call: a read that cannot be done is a miss, a write is dropped with one warning.
 """
 
 from __future__ import annotations
@@ -23,13 +24,16 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import logging
 import os
+import random
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_classic.embeddings import CacheBackedEmbeddings
 from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
@@ -42,6 +46,8 @@ from langchain_core.stores import ByteStore
 from memory_lab.redact import is_secret_name, redact, redact_value
 
 CACHE_FILE = "model-calls.sqlite"
+_LOG = logging.getLogger(__name__)
+_T = TypeVar("_T")
 CACHE_MARK = "memory_lab_cache"  # response_metadata / generation_info key set on cache hits
 # Client settings that never change a model's reply, left out of cache keys.
 IGNORED_PARAMS = frozenset({"max_retries", "request_timeout", "timeout"})
@@ -98,7 +104,14 @@ class _Counter:
 
 
 class _Database:
-    """One SQLite file: a connection per process behind a lock, reopened after fork or pickle."""
+    """One SQLite file: a connection per process behind a lock, reopened after fork or pickle.
+
+    Concurrent writers (threads, processes, Ray tasks) wait: SQLite's busy timeout covers most
+    locks, and the statements that SQLite can fail at once with "database is locked" regardless
+    of it (switching a fresh file to WAL, ``CREATE TABLE`` at connect time, a write racing a
+    checkpoint) are retried with backoff for up to ``timeout`` seconds. The cache never fails a
+    cell: a read that still fails is a miss, a write that still fails is lost with a warning.
+    """
 
     def __init__(self, path: Path, timeout: float = 60.0):
         self.path = Path(path)
@@ -106,55 +119,108 @@ class _Database:
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
+        self.failures = 0  # reads and writes given up on in this process
+        self._warned = False
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None or self._pid != os.getpid():
+            self._conn = None
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(
                 self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
             )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS generations"
-                " (key TEXT PRIMARY KEY, llm TEXT NOT NULL, value TEXT NOT NULL)"
-            )
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, value BLOB NOT NULL)"
-            )
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS generations"
+                    " (key TEXT PRIMARY KEY, llm TEXT NOT NULL, value TEXT NOT NULL)"
+                )
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS embeddings"
+                    " (key TEXT PRIMARY KEY, value BLOB NOT NULL)"
+                )
+            except BaseException:
+                conn.close()
+                raise
             self._conn, self._pid = conn, os.getpid()
         return self._conn
 
+    def _retrying(self, operation: Callable[[sqlite3.Connection], _T]) -> _T:
+        """``operation`` on this process's connection, retried while the file is locked."""
+        deadline = time.monotonic() + self.timeout
+        delay = 0.005
+        while True:
+            try:
+                return operation(self._connection())
+            except sqlite3.OperationalError as exc:
+                message = str(exc).lower()
+                if not ("locked" in message or "busy" in message):
+                    raise
+                if time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 0.5)
+
+    def _given_up(self, what: str, exc: BaseException) -> None:
+        self.failures += 1
+        if not self._warned:  # once per process: a locked or broken file fails every call
+            self._warned = True
+            _LOG.warning(
+                "memory-lab: run cache %s: %s failed (%s); the run goes on without it",
+                self.path,
+                what,
+                exc,
+            )
+
     def get(self, table: str, keys: Sequence[str]) -> list[Any]:
+        """The values of ``keys`` (None where absent); an unreadable file reads as all misses."""
         if not keys:
             return []
-        with self._lock:
-            conn = self._connection()
+
+        def read(conn: sqlite3.Connection) -> dict[str, Any]:
             found: dict[str, Any] = {}
             for start in range(0, len(keys), 500):  # stay under SQLite's variable limit
                 chunk = list(keys[start : start + 500])
                 marks = ",".join("?" * len(chunk))
                 sql = f"SELECT key, value FROM {table} WHERE key IN ({marks})"
                 found.update(conn.execute(sql, chunk).fetchall())
+            return found
+
+        with self._lock:
+            try:
+                found = self._retrying(read)
+            except sqlite3.Error as exc:
+                self._given_up("a read", exc)
+                found = {}
         return [found.get(k) for k in keys]
 
     def put(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Store ``rows`` in one transaction; if the file stays locked or broken they are lost."""
         if not rows:
             return
         marks = ",".join("?" * len(rows[0]))
-        with self._lock:
-            conn = self._connection()
+
+        def write(conn: sqlite3.Connection) -> None:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 conn.executemany(f"INSERT OR REPLACE INTO {table} VALUES ({marks})", rows)
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
+
+        with self._lock:
+            try:
+                self._retrying(write)
+            except sqlite3.Error as exc:
+                self._given_up("a write", exc)
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """One statement's rows (retried while locked; other errors raise)."""
         with self._lock:
-            return self._connection().execute(sql, params).fetchall()
+            return self._retrying(lambda conn: conn.execute(sql, params).fetchall())
 
     def close(self) -> None:
         with self._lock:

@@ -338,10 +338,13 @@ def _tokens(v: float) -> str:
 
 
 def longest_dialogue(results: Results) -> str:
-    """The dialogue with the most exchanges."""
+    """The dialogue with the most exchanges among those with recorded turns (a dialogue whose
+    every cell failed before its first turn has none); the longest of all if none has any."""
     dialogues = results.run.get("dialogues") or []
+    recorded = set(results.turns["dialogue"]) if "dialogue" in results.turns else set()
     if dialogues:
-        return max(dialogues, key=lambda d: d.get("turns", 0))["id"]
+        with_turns = [d for d in dialogues if d["id"] in recorded] or dialogues
+        return max(with_turns, key=lambda d: d.get("turns", 0))["id"]
     return str(results.turns.groupby("dialogue")["exchange"].max().idxmax())
 
 

@@ -19,6 +19,7 @@ import os
 import queue
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -37,6 +38,7 @@ from memory_lab.dialogue import Dialogue
 from memory_lab.faults import set_driver
 from memory_lab.memories.registry import MemorySpec
 from memory_lab.models.embeddings import limit_torch_threads
+from memory_lab.models.providers import prepare_clients
 from memory_lab.record_log import PartWriter
 from memory_lab.records import CellRecord
 from memory_lab.redact import redact
@@ -77,6 +79,7 @@ def run_cell(
     """Replay one cell and write its closing record; an exception is recorded (redacted: no
     password, key or token of the run), never raised."""
     started = time.perf_counter()
+    prepare_clients(models.config.model_specs(), models.config.base_url)  # once per process
     status, error, tb = "ok", None, None
     try:
         replay_dialogue(spec, dialogue, models, write, on_exchange=on_exchange)
@@ -221,6 +224,8 @@ class Threads:
                     ended.put(exc)
                     return
 
+        # imports made by building a client happen here, not in several threads at once
+        prepare_clients(self.models.config.model_specs(), self.models.config.base_url)
         for n in range(min(self.concurrency, len(tasks))):
             threading.Thread(target=work, name=f"memory-lab-cell-{n}", daemon=True).start()
         try:
@@ -468,8 +473,9 @@ class RayTasks:
     A task returns its cell's records; the driver writes them as the cell's part (nodes need no
     shared filesystem) and appends parts in cell order like every executor. Without an address
     the run starts a local Ray sized to the machine (or to ``--jobs``), without dashboard, its
-    files in a temporary folder removed afterwards; a Ray already initialised in this process
-    (a notebook, a test) is used as it is. On a cluster the tasks get this driver's
+    files in a temporary folder removed afterwards (and by ``ray_watch.py`` with Ray's processes
+    should the driver die); SIGTERM keeps the run's handler. A Ray already initialised in this
+    process (a notebook, a test) is used as it is. On a cluster the tasks get this driver's
     ``memory_lab`` package (``runtime_env`` ``py_modules``), so every node runs the same code.
     ``at_once`` caps cells in flight (``--jobs``); closing the run cancels the tasks. A task
     whose worker dies fails its cell, recorded like any failed cell (no retries: ``--resume``
@@ -486,7 +492,7 @@ class RayTasks:
         ray = import_ray()
         if not tasks:
             return
-        joined, temp = self._connect(ray)
+        joined, temp, watchdog = self._connect(ray)
         pending: dict[Any, CellTask] = {}
         try:
             runtime = ray.put(
@@ -516,14 +522,26 @@ class RayTasks:
                     pass
             if joined:
                 ray.shutdown()
+            if watchdog is not None:  # it kills what outlived the shutdown, removes the folder
+                _stop_watchdog(watchdog)
             if temp is not None:
                 shutil.rmtree(temp, ignore_errors=True)
 
-    def _connect(self, ray: Any) -> tuple[bool, str | None]:
+    def _connect(self, ray: Any) -> tuple[bool, str | None, subprocess.Popen | None]:
         """Join the cluster or start a local Ray: whether the run must leave it when done, and
-        the temporary folder of a Ray it started."""
+        the temporary folder and watchdog (``ray_watch.py``) of a Ray it started."""
         if ray.is_initialized():
-            return False, None
+            return False, None, None
+        # ray.init makes SIGTERM exit at once (143); the run's own handler stops it like Ctrl-C
+        on_main = threading.current_thread() is threading.main_thread()
+        previous = signal.getsignal(signal.SIGTERM) if on_main else None
+        try:
+            return self._init(ray)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+    def _init(self, ray: Any) -> tuple[bool, str | None, subprocess.Popen | None]:
         settings: dict[str, Any] = {
             "include_dashboard": False,
             "logging_level": "ERROR",
@@ -535,16 +553,18 @@ class RayTasks:
 
             package = str(Path(memory_lab.__file__).parent)
             ray.init(address=address, runtime_env={"py_modules": [package]}, **settings)
-            return True, None
+            return True, None, None
         # a short path: Ray's socket paths must fit in ~107 characters
         temp = tempfile.mkdtemp(prefix="mlray-", dir="/tmp" if os.path.isdir("/tmp") else None)
         cpus = self.at_once or os.cpu_count() or 1
+        watchdog = _start_watchdog(temp)  # before Ray starts: it notes each process as it comes
         try:
             ray.init(num_cpus=cpus, _temp_dir=temp, **settings)
         except BaseException:
+            _stop_watchdog(watchdog)
             shutil.rmtree(temp, ignore_errors=True)
             raise
-        return True, temp
+        return True, temp, watchdog
 
     def _collect(self, ray: Any, ref: Any, task: CellTask) -> CellOutcome:
         """The task's cell as a complete part, or a failed cell if its task failed."""
@@ -555,6 +575,27 @@ class RayTasks:
             return record_failure(task, self.parts_dir, self.attempt + "-lost", error)
         write_part(task, records, self.parts_dir, self.attempt)
         return CellOutcome(task.index, records[-1], tb)
+
+
+def _start_watchdog(temp: str) -> subprocess.Popen:
+    """``ray_watch.py`` for the local Ray in ``temp``: it outlives a ``kill -9`` of this driver
+    (own session, stdin a pipe from here) and then takes Ray's processes and folder with it."""
+    script = Path(__file__).with_name("ray_watch.py")
+    return subprocess.Popen(
+        [sys.executable, str(script), temp],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _stop_watchdog(watchdog: subprocess.Popen) -> None:
+    try:
+        watchdog.stdin.close()  # type: ignore[union-attr]
+        watchdog.wait(timeout=15)
+    except (OSError, subprocess.TimeoutExpired):
+        watchdog.kill()
 
 
 _ray_models: dict[str, RunModels] = {}

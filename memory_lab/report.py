@@ -196,6 +196,26 @@ def _summary_section(summary: pd.DataFrame, run: dict[str, Any]) -> str:
     )
 
 
+def _failures_section(cells: pd.DataFrame) -> str:
+    """The cells that failed, with their errors (their probes are in no figure above)."""
+    if cells.empty or "status" not in cells:
+        return ""
+    failed = cells[cells["status"] == "failed"]
+    if failed.empty:
+        return ""
+    rows = [
+        [escape(str(r["memory"])), escape(str(r["dialogue"])), escape(str(r.get("error") or ""))]
+        for r in failed.to_dict("records")
+    ]
+    count = f"{len(failed)} cell{'s' if len(failed) != 1 else ''} failed"
+    return (
+        "<h2>Failed cells</h2>"
+        + f"<p class=note>{count} of {len(cells)}: the records they wrote before failing are "
+        "in the figures, the probes they did not reach are not.</p>"
+        + _table(["memory", "dialogue", "error"], rows)
+    )
+
+
 def _charts_section(results: Results) -> str:
     parts = ["<h2>Charts</h2>"]
     for name, make in CHARTS.items():
@@ -332,6 +352,7 @@ def render_report(results: Results) -> str:
             "<p class=note>Recall is the share of probes answered correctly; costs are estimates "
             "from the price table named below.</p>",
             _summary_section(summary, results.run),
+            _failures_section(results.cells),
             _charts_section(results),
             _pairs_section(paired_comparison(results)),
             _probes_section(results.probes, memory_order(results)),

@@ -337,7 +337,6 @@ class Cell:
     """One (memory, dialogue) replay with its own memory, chain and meters."""
 
     def __init__(self, spec: MemorySpec, dialogue: Dialogue, models: RunModels):
-        from langchain_classic.chains import ConversationChain
 
         self.spec = spec
         self.dialogue = dialogue
@@ -362,6 +361,16 @@ class Cell:
             timestamps=config.timestamps,
             part_resources=self._part_resources,
         )
+        try:
+            self._build(spec, dialogue, models)
+        except BaseException:
+            self.resources.close()  # what the memory opened so far (connections, files) goes
+            raise
+
+    def _build(self, spec: MemorySpec, dialogue: Dialogue, models: RunModels) -> None:
+        from langchain_classic.chains import ConversationChain
+
+        config = models.config
         self.turn_text = {t.id: t.text for t in dialogue.turns}
         self.memory = build_memory(spec, self.resources)
         self.resources.on_close(self.memory.close)
@@ -704,8 +713,13 @@ def replay_dialogue(
                     emit(probe_record.to_dict())
                 if on_exchange is not None:
                     on_exchange()
-        finally:
-            cell.close()
+        except BaseException as exc:
+            try:
+                cell.close()
+            except Exception as close_error:  # noqa: BLE001 - the cell's own error is recorded
+                exc.add_note(f"while closing the cell: {type(close_error).__name__}: {close_error}")
+            raise
+        cell.close()
 
 
 def in_threads(job: Callable[[int, int], Any], count: int, width: int) -> Iterator[Any]:

@@ -203,3 +203,108 @@ def test_an_offline_run_keeps_e5_vectors_and_a_rerun_reuses_them(tmp_path, mini_
         ).fetchone()
     assert stored > 0
     assert run("warm", str(tmp_path / "c")) == cold == run("off", False)
+
+
+PROCESSES, THREADS, ROUNDS, WRITES = 4, 3, 24, 5
+
+
+def _cold_cache_writer(root: str, worker: int, barrier) -> tuple[int, list[str]]:
+    """In a worker process: per round, THREADS threads write to a fresh cache file at once."""
+    from pathlib import Path
+
+    from memory_lab.cache import offline_embedding_store
+
+    errors: list[str] = []
+    failures = 0
+    for rnd in range(ROUNDS):
+        store = offline_embedding_store(Path(root) / f"round{rnd}")
+        start = threading.Barrier(THREADS)
+
+        def write(thread: int, store=store, rnd=rnd, start=start) -> None:
+            try:
+                start.wait()
+                for i in range(WRITES):
+                    key = f"r{rnd}p{worker}t{thread}i{i}"
+                    store.mset([(key, key.encode())])
+                    store.mget([key])
+            except BaseException as exc:  # noqa: BLE001 - reported to the test
+                errors.append(repr(exc))
+
+        barrier.wait()  # every process opens the fresh file at the same moment
+        threads = [threading.Thread(target=write, args=(t,)) for t in range(THREADS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        failures += store.db.failures
+        store.db.failures = 0
+    return failures, errors
+
+
+def test_concurrent_writers_on_a_cold_cache_all_succeed(tmp_path):
+    """Processes x threads open and write one new cache file at once: no write is lost."""
+    import multiprocessing
+    import sqlite3
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["memory_lab.cache"])
+    barrier = ctx.Manager().Barrier(PROCESSES)
+    with ProcessPoolExecutor(PROCESSES, mp_context=ctx) as pool:
+        futures = [
+            pool.submit(_cold_cache_writer, str(tmp_path), w, barrier) for w in range(PROCESSES)
+        ]
+        results = [f.result(timeout=120) for f in futures]
+    assert [errors for _, errors in results] == [[]] * PROCESSES  # nothing raised
+    assert sum(failures for failures, _ in results) == 0  # no read or write given up
+    for rnd in range(ROUNDS):
+        with closing(sqlite3.connect(tmp_path / f"round{rnd}" / CACHE_FILE)) as db:
+            rows = dict(db.execute("SELECT key, value FROM embeddings").fetchall())
+        want = {
+            f"offline:r{rnd}p{p}t{t}i{i}": f"r{rnd}p{p}t{t}i{i}".encode()
+            for p in range(PROCESSES)
+            for t in range(THREADS)
+            for i in range(WRITES)
+        }
+        assert rows == want
+
+
+def test_a_broken_cache_file_is_a_miss_and_a_lost_write_not_an_error(tmp_path, caplog):
+    from memory_lab.cache import offline_embedding_store
+
+    (tmp_path / CACHE_FILE).write_bytes(b"not a database" * 100)
+    store = offline_embedding_store(tmp_path)
+    store.mset([("k", b"v")])  # lost, with a warning
+    assert store.mget(["k"]) == [None]  # a miss
+    assert store.db.failures == 2
+    assert [r.levelname for r in caplog.records] == ["WARNING"]  # once, not per call
+    assert str(tmp_path / CACHE_FILE) in caplog.text and "goes on without it" in caplog.text
+
+
+def test_a_write_waits_for_a_lock_held_by_another_process_then_lands(tmp_path):
+    import sqlite3
+    import subprocess
+    import sys
+
+    from memory_lab.cache import offline_embedding_store
+
+    store = offline_embedding_store(tmp_path)
+    store.mset([("first", b"1")])
+    holder = subprocess.Popen(  # holds the write lock for a second
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None);"
+            "c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(1);"
+            "c.execute('COMMIT')",
+            str(tmp_path / CACHE_FILE),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout.readline().strip() == "locked"
+    store.mset([("second", b"2")])
+    assert holder.wait(timeout=30) == 0
+    assert store.mget(["first", "second"]) == [b"1", b"2"] and store.db.failures == 0
+    with closing(sqlite3.connect(tmp_path / CACHE_FILE)) as db:
+        assert db.execute("SELECT count(*) FROM embeddings").fetchone() == (2,)

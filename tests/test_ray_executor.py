@@ -174,3 +174,108 @@ def test_without_ray_the_run_says_which_option_needs_it(reference, tmp_path, mon
     assert not out.exists()
     assert main([*argv, "--ray-address", "auto"]) == 2
     assert "--ray-address needs --executor ray" in capsys.readouterr().err
+
+
+def ray_processes_of(temp: str) -> list[str]:
+    """Live processes naming the run's Ray folder, or descended from one (``pid command``)."""
+    from memory_lab.ray_watch import ray_processes
+
+    found = []
+    for pid in ray_processes(temp):
+        try:
+            found.append(f"{pid} {Path(f'/proc/{pid}/cmdline').read_bytes()[:120]!r}")
+        except OSError:
+            pass
+    return found
+
+
+def started_ray_folder(proc: subprocess.Popen) -> str:
+    """The ``/tmp/mlray-*`` folder of the local Ray a CLI run started (named by its GCS)."""
+    from memory_lab.ray_watch import ray_processes
+
+    for _ in range(600):
+        for entry in Path("/tmp").glob("mlray-*"):
+            if not entry.name.startswith("mlray-test-") and any(
+                _parent_chain_has(pid, proc.pid) for pid in ray_processes(str(entry))
+            ):
+                return str(entry)
+        assert proc.poll() is None, proc.stderr.read()
+        time.sleep(0.1)
+    raise AssertionError("the run started no Ray")
+
+
+def _parent_chain_has(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        try:
+            text = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(text[text.rindex(")") + 2 :].split()[1])
+    return False
+
+
+def gone_within(temp: str, seconds: float) -> list[str]:
+    """What of the run's Ray is still there after up to ``seconds`` (empty: all gone)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = ray_processes_of(temp) + ([temp] if os.path.exists(temp) else [])
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def ray_cli_run(reference, tmp_path):
+    """A CLI run with its own local Ray, stalled at its second part; yields (proc, out, folder),
+    and kills what is left of it after the test."""
+    dialogues, _ = reference
+    out = tmp_path / "stopped"
+    env = {**os.environ, "MEMORY_LAB_FAULT": "part:2:hang", "PYTHONPATH": str(ROOT)}
+    argv = ["run", "--memory", *MEMORIES, "--dialogues", dialogues, "--out", str(out), "--quiet"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memory_lab.cli", *argv, "--executor", "ray", "--jobs", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    folder = None
+    try:
+        folder = started_ray_folder(proc)
+        wait_for_a_lasting_part(out / "parts", proc.poll)
+        yield proc, out, folder
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if folder is not None:
+            from memory_lab.ray_watch import kill_all, ray_processes
+
+            kill_all(ray_processes(folder))
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_sigterm_stops_a_ray_run_with_130_the_resume_line_and_no_ray_left(ray_cli_run):
+    proc, out, folder = ray_cli_run
+    os.kill(proc.pid, signal.SIGTERM)  # the driver only, as `kill PID` does
+    code = proc.wait(60)
+    err = proc.stderr.read()
+    assert code == 130, err
+    assert err.splitlines()[-1] == (
+        "memory-lab: interrupted; completed cells are kept; continue with: "
+        f"memory-lab run --resume {out}"
+    )
+    assert "Traceback" not in err and "SIGTERM" not in err
+    assert json.loads((out / "run.json").read_text("utf-8"))["status"] == "interrupted"
+    assert gone_within(folder, 10) == []  # Ray's processes and folder
+
+
+def test_kill_9_of_a_ray_runs_driver_leaves_no_ray_process_or_folder(ray_cli_run):
+    proc, _, folder = ray_cli_run
+    assert ray_processes_of(folder)  # Ray is up
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    assert gone_within(folder, 10) == []  # within seconds, not Ray's minute

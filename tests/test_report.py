@@ -229,3 +229,34 @@ def test_report_renders_in_headless_chromium_without_errors(report, small_run, b
         if e.get("method") == "Network.requestWillBeSent"
     ]
     assert requested and all(u.startswith(("file:", "data:")) for u in requested), requested
+
+
+def fails_on(res, dialogue: str = "", k: int = 2):
+    """A window memory that fails at build on one dialogue (a cell that records no turn)."""
+    from memory_lab.memories.registry import build_memory, parse_memory_spec
+
+    if f".{dialogue}-" in res.cell_id:
+        raise RuntimeError(f"planted failure on {dialogue}")
+    return build_memory(parse_memory_spec(f"window:k={k}"), res)
+
+
+def test_report_and_charts_on_a_run_whose_longest_dialogue_failed_everywhere(tmp_path, capsys):
+    from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
+
+    from .small_run import KOREAN_DIALOGUE
+
+    (tmp_path / "ko.yaml").write_text(KOREAN_DIALOGUE, "utf-8")
+    dialogues = load_dialogues(
+        tmp_path / "ko.yaml", Path(__file__).parent / "fixtures" / "dialogues"
+    )
+    longest = max(dialogues, key=lambda d: len(d.turns)).id
+    memories = [f"tests.test_report:fails_on:dialogue={longest},k={k}" for k in (1, 3)]
+    outcome = run_benchmark(resolve_memories(memories), dialogues, tmp_path / "run", progress=False)
+    results = read_results(outcome.path)
+    failed = results.cells[results.cells["status"] == "failed"]
+    assert outcome.failed_cells == 2 and set(failed["dialogue"]) == {longest}
+    assert longest not in set(results.turns["dialogue"])
+    assert main(["report", str(outcome.path)]) == 0, capsys.readouterr().err
+    html = (outcome.path / REPORT_FILE).read_text("utf-8")
+    assert html.count("<img class=chart") == 5
+    assert "2 cells failed" in html and "planted failure" in html

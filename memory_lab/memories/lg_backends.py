@@ -158,6 +158,18 @@ def _no_embeddings(texts: list[str]) -> list[list[float]]:
     raise RuntimeError("no embeddings while checking the server")
 
 
+def _delete(
+    checkpointer: Any, store: Any, thread_ids: list[str], namespaces: list[tuple[str, ...]]
+) -> None:
+    for thread_id in thread_ids:
+        checkpointer.delete_thread(thread_id)
+    if store is not None:
+        for prefix in namespaces:
+            while items := store.search(prefix, limit=1000):
+                for item in items:
+                    store.delete(item.namespace, item.key)
+
+
 class Persistence:
     """One cell's checkpointer (and Store, when asked): opened by backend, released at close.
 
@@ -204,12 +216,18 @@ class Persistence:
         elif backend == "postgres":
             from langgraph.checkpoint.postgres import PostgresSaver
 
-            self._conn = connect_postgres(res.resource(POSTGRES_RESOURCE), res.memory_name)
-            self.checkpointer = PostgresSaver(self._conn, serde=serde)
-            self.checkpointer.setup()  # a no-op after the run's preflight
-            if store:
-                self.store = _postgres_store(self._conn, self.embeddings, embeddings is not None)
-                self.store.setup()
+            self._url, self._memory = res.resource(POSTGRES_RESOURCE), res.memory_name
+            self._vector = embeddings is not None
+            self._conn = connect_postgres(self._url, self._memory)
+            try:
+                self.checkpointer = PostgresSaver(self._conn, serde=serde)
+                self.checkpointer.setup()  # a no-op after the run's preflight
+                if store:
+                    self.store = _postgres_store(self._conn, self.embeddings, self._vector)
+                    self.store.setup()
+            except BaseException:
+                self.close()
+                raise
         else:
             raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
 
@@ -245,16 +263,28 @@ class Persistence:
                 self._conn.execute("RESET enable_indexscan")
 
     def forget(self, thread_ids: list[str], namespaces: list[tuple[str, ...]] = ()) -> None:
-        """Delete the cell's threads and Store namespaces from a server (unless ``keep``)."""
+        """Delete the cell's threads and Store namespaces from a server (unless ``keep``).
+
+        Also after a failure: when the cell's connection died (a server restart, a network cut,
+        the cause of many failed cells), they are deleted over a new connection.
+        """
         if self.keep or self.backend != "postgres" or self._conn is None:
             return
-        for thread_id in thread_ids:
-            self.checkpointer.delete_thread(thread_id)
-        if self.store is not None:
-            for prefix in namespaces:
-                while items := self.store.search(prefix, limit=1000):
-                    for item in items:
-                        self.store.delete(item.namespace, item.key)
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        if not (self._conn.broken or self._conn.closed):
+            try:
+                _delete(self.checkpointer, self.store, thread_ids, namespaces)
+                return
+            except psycopg.OperationalError:
+                pass  # the connection died: once more on a new one
+        with connect_postgres(self._url, self._memory) as conn:
+            saver = PostgresSaver(conn, serde=checkpoint_serializer())
+            store = None
+            if self.store is not None:
+                store = _postgres_store(conn, self.embeddings, self._vector)
+            _delete(saver, store, thread_ids, namespaces)
 
     def close(self) -> None:
         """Release connections; remove the SQLite file (and a private folder) unless ``keep``."""

@@ -141,8 +141,10 @@ class StoreMemory:
         if self._closed:
             return
         self._closed = True
-        self.persistence.forget(list(self.thread.threads), [(self.user_id,)])
-        self.persistence.close()
+        try:
+            self.persistence.forget(list(self.thread.threads), [(self.user_id,)])
+        finally:
+            self.persistence.close()
 
 
 def user_id(cell_id: str) -> str:

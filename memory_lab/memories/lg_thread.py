@@ -306,8 +306,10 @@ class ThreadMemory:
         if self._closed:
             return
         self._closed = True
-        self.persistence.forget(list(self.threads))
-        self.persistence.close()
+        try:
+            self.persistence.forget(list(self.threads))
+        finally:
+            self.persistence.close()
 
 
 def preflight_thread(params: dict[str, Any], resource: Any) -> None:

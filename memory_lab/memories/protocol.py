@@ -210,5 +210,12 @@ class MemoryResources:
         self.closers.append(fn)
 
     def close(self) -> None:
+        """Run the closers, last registered first; all of them, then the first error raises."""
+        error: BaseException | None = None
         while self.closers:
-            self.closers.pop()()
+            try:
+                self.closers.pop()()
+            except BaseException as exc:  # noqa: BLE001 - raised below, after the rest ran
+                error = error or exc
+        if error is not None:
+            raise error

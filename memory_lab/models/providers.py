@@ -6,11 +6,18 @@ argument or ``OPENAI_BASE_URL``), shown in messages with its credentials redacte
 counts tokens with the bundled offline tokenizer, so counting never downloads anything and never
 raises for a model name a provider's own counter does not know (``ChatOpenAI`` raises for
 non-OpenAI names behind a compatible URL).
+
+Clients are built one at a time (``_BUILD_LOCK``): building one imports modules on first use
+(the provider's package, its HTTP stack), and threads importing the same packages at once can
+see a partially initialized module (``module 'httpx' has no attribute 'URL'``).
+``prepare_clients`` does those imports in the calling thread before cells start in threads.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Iterable
 from importlib import import_module
 from typing import Any
 
@@ -26,6 +33,24 @@ PROVIDERS: dict[str, tuple[str, str, str | None]] = {
     "anthropic": ("langchain_anthropic", "langchain-anthropic", "ANTHROPIC_API_KEY"),
     "ollama": ("langchain_ollama", "langchain-ollama", None),
 }
+
+
+# Client construction imports lazily; one build at a time keeps threads off half-imported modules.
+_BUILD_LOCK = threading.RLock()
+_PREPARED: set[tuple[tuple[str, ...], str | None]] = set()
+# Modules LangChain imports on a chat model's first call (tracer set-up), imported up front.
+_FIRST_CALL_MODULES = (
+    "langchain_core.env",
+    "langchain_core.tracers.context",
+    "langchain_core.tracers.langchain",
+    "langchain_core.tracers.run_collector",
+    "langchain_core.tracers.stdout",
+    "langchain_core.messages.block_translators.langchain_v0",
+)
+
+
+# Sent as the key to an OpenAI-compatible base URL when OPENAI_API_KEY is unset or empty.
+KEYLESS = "not-needed"
 
 
 class ProviderError(ValueError):
@@ -51,11 +76,13 @@ def _check_ready(provider: str, base_url: str | None) -> None:
         raise ProviderError(
             f"provider {provider!r} needs the package {pip_name}: pip install {pip_name}"
         ) from None
-    if key and not os.environ.get(key):
+    if key and not os.environ.get(key, "").strip():  # unset, empty or blank
         if provider == "openai" and base_url:
-            os.environ.setdefault(key, "not-needed")  # compatible servers often ignore the key
+            # OpenAI-compatible servers (vLLM, llama.cpp, LM Studio) often need no key: keyless
+            os.environ[key] = KEYLESS
             return
-        raise ProviderError(f"provider {provider!r} needs an API key: set {key}")
+        state = "is empty" if key in os.environ else "is not set"
+        raise ProviderError(f"provider {provider!r} needs an API key: set {key} (it {state})")
 
 
 def base_url_for(provider: str, base_url: str | None) -> str | None:
@@ -123,21 +150,28 @@ def provider_chat_model(
     """A LangChain chat model for ``PROVIDER:MODEL``; ProviderError if it cannot be built."""
     provider, model = split_model(spec)
     url = base_url_for(provider, base_url)
-    _check_ready(provider, url)
-    from langchain_classic.chat_models import init_chat_model
-
     kwargs: dict[str, Any] = {"temperature": temperature, "timeout": default_request_timeout()}
     if provider in ("openai", "anthropic"):
         kwargs["max_retries"] = default_max_retries() if max_retries is None else max_retries
     if url:
         kwargs["base_url"] = url
-    return _count_with_offline_tokenizer(init_chat_model(model, model_provider=provider, **kwargs))
+    with _BUILD_LOCK:
+        _check_ready(provider, url)
+        from langchain_classic.chat_models import init_chat_model
+
+        chat = init_chat_model(model, model_provider=provider, **kwargs)
+    return _count_with_offline_tokenizer(chat)
 
 
 def provider_embeddings(
     spec: str, *, base_url: str | None = None, max_retries: int | None = None
 ) -> Embeddings:
     """LangChain embeddings for ``PROVIDER:MODEL`` (OpenAI-compatible or Ollama)."""
+    with _BUILD_LOCK:
+        return _build_embeddings(spec, base_url, max_retries)
+
+
+def _build_embeddings(spec: str, base_url: str | None, max_retries: int | None) -> Embeddings:
     provider, model = split_model(spec)
     url = base_url_for(provider, base_url)
     _check_ready(provider, url)
@@ -159,6 +193,32 @@ def provider_embeddings(
 
         return OllamaEmbeddings(model=model, **({"base_url": url} if url else {}))
     raise ProviderError(f"provider {provider!r} has no embeddings here (use openai: or ollama:)")
+
+
+def prepare_clients(specs: Iterable[str], base_url: str | None = None) -> None:
+    """Import, in this thread, what building and calling these models' clients imports.
+
+    Called before cells start in threads (``--concurrency``, probes asked at once) and once per
+    worker process; builds a throwaway client per spec (no request is made). Specs that cannot
+    be built are left to fail in their cells, with the usual one-line error.
+    """
+    wanted = (tuple(dict.fromkeys(specs)), base_url)
+    with _BUILD_LOCK:
+        if wanted in _PREPARED:
+            return
+        for name in _FIRST_CALL_MODULES:
+            try:
+                import_module(name)
+            except ImportError:
+                pass
+        for spec in wanted[0]:
+            try:
+                provider_chat_model(spec, base_url=base_url)
+                if split_model(spec)[0] in ("openai", "ollama"):
+                    provider_embeddings(spec, base_url=base_url)
+            except Exception:  # noqa: BLE001, S110 - the cell that needs it reports it
+                pass
+        _PREPARED.add(wanted)
 
 
 class MeteredEmbeddings(Embeddings):

@@ -141,3 +141,76 @@ def test_checkpoints_load_langmems_summary_quietly_and_refuse_other_types(caplog
     revived = serde.loads_typed(serde.dumps_typed({"other": Stranger(1)}))
     assert revived == {"other": {"x": 1}}  # plain data, never the class
     assert "Blocked deserialization" in caplog.text
+
+
+def terminate_other_backends(url: str) -> int:
+    """Drop every other client connection to the server (a restart or a network cut, as the
+    cell sees it); the server stays up."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
+        ).fetchone()[0]
+
+
+@pytest.mark.parametrize(
+    "memory", ["thread:saver=postgres", "store:backend=postgres,search=recent"]
+)
+def test_a_cell_whose_connection_dies_leaves_nothing_on_the_server(
+    memory, mini_dialogue, pg_models, postgres_url
+):
+    """keep=false holds for a failed cell: its rows are deleted over a new connection, and no
+    connection or Python thread of it stays behind."""
+    import threading
+
+    from memory_lab.runner import replay_dialogue
+
+    preflight_memories([parse_memory_spec(memory)], pg_models.resources)
+    before = {t.ident for t in threading.enumerate()}
+    records: list[dict] = []
+    exchanged = []
+
+    def cut_after_two() -> None:
+        exchanged.append(1)
+        if len(exchanged) == 2:
+            assert rows(postgres_url, "checkpoints") > 0  # the cell has written its thread
+            assert terminate_other_backends(postgres_url) >= 1
+
+    with pytest.raises(psycopg.OperationalError):
+        replay_dialogue(
+            parse_memory_spec(memory), mini_dialogue, pg_models, records.append, cut_after_two
+        )
+    assert len(exchanged) == 2 and records  # it failed after two exchanges
+    with psycopg.connect(postgres_url) as conn:
+        for table in ("checkpoints", "checkpoint_writes", "checkpoint_blobs", "store"):
+            if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None:
+                assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
+        others = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
+        ).fetchone()[0]
+    assert others == 0  # the cell's connections are closed
+    assert {t.ident for t in threading.enumerate()} - before == set()
+
+
+def client_connections(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        return conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
+        ).fetchone()[0]
+
+
+def test_a_cell_that_cannot_be_built_closes_what_its_memory_opened(
+    mini_dialogue, pg_models, postgres_url, monkeypatch
+):
+    from memory_lab.models import ProviderError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    models = dataclasses.replace(pg_models, config=pg_models.config.replace(llm="openai:gpt-x"))
+    spec = parse_memory_spec("thread:saver=postgres")
+    preflight_memories([spec], models.resources)
+    with pytest.raises(ProviderError, match="OPENAI_API_KEY"):  # the reader, after the memory
+        Cell(spec, mini_dialogue, models)
+    assert client_connections(postgres_url) == 0

@@ -240,3 +240,98 @@ def test_a_provider_that_never_answers_times_out(tmp_path, monkeypatch):
     info = json.loads((out / "run.json").read_text())
     assert info["status"] == "failed" and info["config"]["request_timeout"] == 1.0
     assert "timed out" in info["errors"][0]["traceback"].lower()
+
+
+RACE = """
+import json, sys, threading, warnings
+warnings.simplefilter("ignore")
+from memory_lab.models.providers import provider_chat_model, provider_embeddings
+url, errors, start = sys.argv[1], [], threading.Barrier(12)
+assert "langchain_openai" not in sys.modules and "openai" not in sys.modules
+
+def work(i):
+    try:
+        start.wait()
+        if i % 2:
+            provider_chat_model("openai:gpt-4o-mini", base_url=url).invoke("hi")
+        else:
+            provider_embeddings("openai:text-embedding-3-small", base_url=url).embed_query("x")
+    except Exception as exc:
+        errors.append(repr(exc))
+
+threads = [threading.Thread(target=work, args=(i,)) for i in range(12)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(json.dumps(errors))
+"""
+
+
+def test_threads_building_clients_at_once_in_a_fresh_interpreter_all_succeed(mock):
+    """12 threads build and call clients while nothing of the provider is imported yet."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", RACE, mock.base_url], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == []
+    assert mock.calls("chat") == 6 and mock.calls("embeddings") == 6
+
+
+def test_prepare_clients_imports_the_provider_stack_in_the_calling_thread(mock):
+    import subprocess
+
+    script = (
+        "import sys, warnings; warnings.simplefilter('ignore')\n"
+        "from memory_lab.models.providers import prepare_clients\n"
+        "assert 'langchain_openai' not in sys.modules\n"
+        "prepare_clients(['openai:gpt-4o-mini', 'anthropic:nope', 'acme:x'], sys.argv[1])\n"
+        "print(sorted(m for m in ('openai', 'langchain_openai.chat_models',"
+        " 'langchain_openai.embeddings', 'langchain_core.tracers.langchain')"
+        " if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, mock.base_url], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]  # unservable specs are left to their cells
+    assert done.stdout.split("\n")[-2] == str(
+        ["langchain_core.tracers.langchain", "langchain_openai.chat_models"]
+        + ["langchain_openai.embeddings", "openai"]
+    )
+    assert mock.requests == []  # no request made
+
+
+@pytest.mark.parametrize("key", ["", "  "])
+def test_an_empty_key_without_a_base_url_is_a_one_line_error(tmp_path, monkeypatch, capsys, key):
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    out = tmp_path / "run"
+    code = main(
+        ["run", "--memory", "buffer", "--dialogues", str(FIXTURES / "dialogues")]
+        + ["--llm", "openai:gpt-4o-mini", "--out", str(out), "--quiet"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists()
+    assert err.strip().splitlines() == [
+        "memory-lab: error: provider 'openai' needs an API key: set OPENAI_API_KEY (it is empty)"
+    ]
+
+
+@pytest.mark.parametrize("key", [None, "", "  "])
+def test_a_base_url_runs_keyless_when_the_key_is_unset_or_empty(tmp_path, monkeypatch, key):
+    """OpenAI-compatible local servers often need no key: the run goes on without one."""
+    with OpenAIMock() as server:
+        if key is None:
+            monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        else:
+            monkeypatch.setenv("OPENAI_API_KEY", key)
+        out = tmp_path / "run"
+        code = main(
+            ["run", "--memory", "buffer", "--dialogues", str(FIXTURES / "dialogues")]
+            + ["--llm", "openai:gpt-4o-mini", "--base-url", server.base_url, "--no-cache"]
+            + ["--out", str(out), "--quiet"]
+        )
+        assert code == 0 and server.calls("chat") > 0
+        assert {r["headers"]["authorization"] for r in server.requests} == {"Bearer not-needed"}
