@@ -1,13 +1,15 @@
 """Fault injection, the slow variant of ``tests/test_faults.py``: many more kill points.
 
-Runs the two small Korean dialogues through buffer, window:k=1 and summary under each executor,
+Runs the two small Korean dialogues through buffer, window:k=1 and summary under each executor
+(one process, ``--concurrency 4``, ``--jobs 2``, ``--executor ray`` on a local Ray),
 kills each run (SIGKILL of the whole run, workers included) at reproducible points
 (``MEMORY_LAB_FAULT``: mid-cell, part complete but not appended, mid-append, appended but part
 not deleted), kills some resumes again, resumes to the end and compares with an uninterrupted
 run. Prints one row per executor: runs, kills, records lost and duplicated, runs whose records
-or summary differ from the uninterrupted run, orphan processes, seconds.
+or summary differ from the uninterrupted run, orphan processes (for Ray also its processes and
+temp folder left 10 s after a run ended: Ray starts them in sessions of their own), seconds.
 
-    python benchmarks/fault_injection.py [--runs 40 40 8] [--seed 1]
+    python benchmarks/fault_injection.py [--runs 40 40 8 6] [--seed 1]
 """
 
 from __future__ import annotations
@@ -30,7 +32,35 @@ from tests.fault_runs import (  # noqa: E402
     write_dialogues,
 )
 
-EXECUTORS = ["sequential", "concurrency4", "jobs2"]
+EXECUTORS = ["sequential", "concurrency4", "jobs2", "ray"]
+
+
+def ray_folders() -> set[Path]:
+    return set(Path(tempfile.gettempdir()).glob("mlray-*"))
+
+
+def ray_leftovers(before: set[Path], seconds: float = 10) -> list[str]:
+    """Local-Ray folders made since ``before`` and processes naming them, still there after
+    up to ``seconds`` (the run's watchdog removes both within a second or two)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        folders = ray_folders() - before
+        procs = [
+            f"{p.parent.name} {p.read_bytes()[:60]!r}"
+            for p in Path("/proc").glob("[0-9]*/cmdline")
+            if _names(p, folders)
+        ]
+        if not (folders or procs) or time.monotonic() > deadline:
+            return [str(f) for f in folders] + procs
+        time.sleep(0.2)
+
+
+def _names(cmdline: Path, folders: set[Path]) -> bool:
+    try:
+        text = cmdline.read_bytes()
+    except OSError:
+        return False
+    return any(str(f).encode() in text for f in folders)
 
 
 def main() -> int:
@@ -38,9 +68,9 @@ def main() -> int:
     parser.add_argument(
         "--runs",
         type=int,
-        nargs=3,
-        default=[40, 40, 8],
-        metavar=("SEQUENTIAL", "THREADS", "JOBS"),
+        nargs=4,
+        default=[40, 40, 8, 6],
+        metavar=("SEQUENTIAL", "THREADS", "JOBS", "RAY"),
         help="killed runs per executor (a --jobs run is killed twice)",
     )
     parser.add_argument("--seed", type=int, default=1)
@@ -71,9 +101,12 @@ def main() -> int:
             row = [runs, 0, 0, 0, 0, 0, 0.0]
             for n, (points, resume_with) in enumerate(plan(executor, runs, args.seed, size)):
                 out = base / f"{executor}-{n}"
+                before = ray_folders()
                 trial = kill_and_resume(
                     launcher, dialogues, reference, out, executor, points, resume_with
                 )
+                if executor == "ray":
+                    trial.orphans += ray_leftovers(before)
                 damage = trial.damage
                 bad = not (damage.same_records and damage.same_summary) or trial.codes[-1] != 0
                 row[1] += trial.kills

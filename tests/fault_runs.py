@@ -28,7 +28,12 @@ from pathlib import Path
 from memory_lab.record_log import APPEND_CHUNK
 
 MEMORIES = ["buffer", "window:k=1", "summary"]
-EXECUTORS = {"sequential": [], "jobs2": ["--jobs", "2"], "concurrency4": ["--concurrency", "4"]}
+EXECUTORS = {
+    "sequential": [],
+    "jobs2": ["--jobs", "2"],
+    "concurrency4": ["--concurrency", "4"],
+    "ray": ["--executor", "ray"],  # a local Ray: its processes are in sessions of their own
+}
 
 CAFE = """\
 format: memory-lab/dialogue@1
@@ -345,8 +350,9 @@ def plan(
 ) -> list[tuple[list[str], list[str] | None]]:
     """For each of ``runs`` runs of ``executor``: its kill points in order, resume options.
 
-    Sequential and thread runs are killed anywhere, and every third one's first resume too
-    (where it reaches the point). ``--jobs 2`` runs are killed in a worker (within a third of
+    Sequential, thread and Ray runs are killed anywhere (a Ray run's parts are written by its
+    driver, so every point is the driver's), and every third one's first resume too (where it
+    reaches the point). ``--jobs 2`` runs are killed in a worker (within a third of
     the run: a worker sees about half of it), then in the driver of their ``--jobs 2`` resume;
     the last resume uses threads, which adopt the parts the processes left (and it spares two
     worker start-ups).
