@@ -90,6 +90,11 @@ class ProbeRecord(_Record):
     evidence: list[str] = field(default_factory=list)
     evidence_recall: float | None = None  # share of evidence turns the context carries
     recalled_turns: list[str] | None = None  # source turn ids the memory reported, if any
+    # the field's answer scores (memory_lab.answer_scores): best over the accepted answers
+    f1_locomo: float | None = None
+    f1_mem0: float | None = None
+    bleu1: float | None = None
+    exact_match: float | None = None
     judge_correct: bool | None = None
     judge_raw: str | None = None
     judge_cache_hit: bool | None = None

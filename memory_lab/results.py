@@ -144,6 +144,9 @@ def _rate(values: pd.Series) -> float:
     return float(values.astype(bool).mean()) if len(values) else math.nan
 
 
+# The field's answer scores (memory_lab.answer_scores), as probe record fields.
+FIELD_SCORES = ["f1_locomo", "f1_mem0", "bleu1", "exact_match"]
+
 SUMMARY_COLUMNS = [
     "memory",
     "dialogues",
@@ -157,6 +160,7 @@ SUMMARY_COLUMNS = [
     "abstention_probes",
     "abstention_accuracy",
     "stale_rate",
+    *FIELD_SCORES,
     "mean_prompt_tokens",
     "prompt_tokens",
     "completion_tokens",
@@ -176,7 +180,10 @@ def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.Da
     context (where that is defined). Recall: ``accuracy`` (with a 95% Wilson interval) over
     answerable probes only, and ``abstention_accuracy`` over abstention probes, apart, so no
     memory wins by abstaining. LoCoMo's adversarial questions are left out of both unless the
-    run's config says ``adversarial: include`` (they stay in the per-category table). Costs are
+    run's config says ``adversarial: include`` (they stay in the per-category table). The
+    field's scores (``f1_locomo``, ``f1_mem0``, ``bleu1``, ``exact_match``) are means over
+    answerable probes, so LoCoMo's category 5 is never in them (mem0's convention; LoCoMo's own
+    category-5 figure is in the per-category table). Costs are
     estimates: conversation and memory-LLM tokens at the answering model's price, embedded
     tokens at the embedding model's price, as named in ``run.json``.
     """
@@ -232,6 +239,10 @@ def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.Da
                 "accuracy": correct / len(answerable) if len(answerable) else math.nan,
                 "accuracy_low": low,
                 "accuracy_high": high,
+                **{
+                    name: _mean(answerable[name]) if len(answerable) else math.nan
+                    for name in FIELD_SCORES
+                },
                 "abstention_probes": len(abstention),
                 "abstention_accuracy": _rate(abstention["correct"])
                 if len(abstention)
@@ -256,7 +267,9 @@ def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.Da
 
 
 def summarize_by_category(results: Results) -> pd.DataFrame:
-    """One row per (memory, probe category): probes, accuracy with its interval, context hits.
+    """One row per (memory, probe category): probes, accuracy with its interval, context hits,
+    and the means of the field's answer scores (NaN where a category has none, as mem0's three
+    on LoCoMo's category 5).
 
     Imported datasets keep their own category too (LoCoMo's id, LongMemEval's question type),
     in the ``source_category`` column when present.
@@ -271,6 +284,7 @@ def summarize_by_category(results: Results) -> pd.DataFrame:
         "accuracy_low",
         "accuracy_high",
         "context_hit_rate",
+        *FIELD_SCORES,
     ]
     if probes.empty:
         return pd.DataFrame(columns=columns)
@@ -292,6 +306,7 @@ def summarize_by_category(results: Results) -> pd.DataFrame:
                     "accuracy_low": low,
                     "accuracy_high": high,
                     "context_hit_rate": _rate(group["context_hit"]),
+                    **{name: _mean(group[name]) for name in FIELD_SCORES},
                 }
             )
     return pd.DataFrame(rows, columns=columns)

@@ -28,6 +28,7 @@ from langchain_core._api import LangChainDeprecationWarning
 from langchain_core.embeddings import Embeddings
 
 from memory_lab.accounting import Meter, MeterCallback, Usage
+from memory_lab.answer_scores import answer_scores
 from memory_lab.config import RunConfig
 from memory_lab.dialogue import Dialogue, Probe, Session, Turn
 from memory_lab.memories.protocol import (
@@ -623,6 +624,9 @@ class Cell:
         context = recalled.context
         counted_prompt = count_tokens(prompt)
         score = score_probe(probe, reply, context)
+        field_scores = answer_scores(
+            reply, probe.answers, (probe.metadata or {}).get("locomo_category")
+        )
         recalled_ids = recalled.recall.turn_ids if recalled.recall is not None else ()
         evidence = {e: self.turn_text[e] for e in probe.evidence if e in self.turn_text}
         recall_share = (
@@ -661,6 +665,10 @@ class Cell:
             evidence=list(probe.evidence),
             evidence_recall=recall_share,
             recalled_turns=list(recalled_ids) if recalled_ids else None,
+            f1_locomo=field_scores.f1_locomo,
+            f1_mem0=field_scores.f1_mem0,
+            bleu1=field_scores.bleu1,
+            exact_match=field_scores.exact_match,
             probe_metadata=dict(probe.metadata) if probe.metadata else None,
         )
         if answerer.judge is not None:

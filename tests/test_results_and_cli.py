@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -157,3 +158,35 @@ def test_a_long_memory_label_keeps_the_table_aligned(mini_run):
     # every row puts its columns at the same offsets as the header
     assert len({len(row) for row in rows}) == 1
     assert lines[0].index("answerable") > len(summary.loc[0, "memory"])
+
+
+def test_field_scores_on_records_and_in_both_summaries(tmp_path):
+    from memory_lab.answer_scores import answer_scores
+    from memory_lab.results import summarize, summarize_by_category
+
+    out = tmp_path / "locomo"
+    source = f"locomo:{FIXTURES / 'locomo' / 'locomo_mini.json'}"
+    assert (
+        main(["run", "--memory", "buffer", "--dialogues", source, "--out", str(out), "--quiet"])
+        == 0
+    )
+    results = read_results(out)
+    p = results.probes
+    category = p["probe_metadata"].map(lambda m: m["locomo_category"])
+    adversarial, answerable = p[category == 5], p[category != 5]
+    assert len(adversarial) and len(answerable)
+    # category 5: LoCoMo's own adversarial figure only; mem0 leaves it out
+    assert adversarial["f1_locomo"].isin([0.0, 1.0]).all()
+    assert adversarial[["f1_mem0", "bleu1", "exact_match"]].isna().all().all()
+    for row in answerable.to_dict("records"):
+        want = answer_scores(row["reply"], row["answers"], row["probe_metadata"]["locomo_category"])
+        got = (row["f1_locomo"], row["f1_mem0"], row["bleu1"], row["exact_match"])
+        assert got == (want.f1_locomo, want.f1_mem0, want.bleu1, want.exact_match)
+    assert answerable["f1_locomo"].gt(0).any()
+    row = summarize(results).set_index("memory").loc["buffer"]
+    for name in ("f1_locomo", "f1_mem0", "bleu1", "exact_match"):
+        assert row[name] == pytest.approx(answerable[name].mean())
+    table = summarize_by_category(results)
+    trap = table[table["source_category"] == "locomo_category=5"].iloc[0]
+    assert trap["f1_locomo"] == pytest.approx(adversarial["f1_locomo"].mean())
+    assert math.isnan(trap["f1_mem0"]) and math.isnan(trap["bleu1"])
