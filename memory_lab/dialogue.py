@@ -17,12 +17,12 @@ from typing import Any
 import yaml
 
 from memory_lab.limits import (
-    MAX_DEPTH,
     MAX_FILE_BYTES,
     InputError,
     ReadBudget,
     bounds_problem,
     decode,
+    parse_errors,
     parse_json,
     printable,
 )
@@ -170,14 +170,8 @@ def _read_documents(path: Path, out: _Collector) -> list[Any]:
 
 
 def _load_yaml(text: str) -> list[Any]:
-    try:
+    with parse_errors("YAML", yaml.YAMLError):
         return [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        raise InputError(f"not valid YAML: {exc}") from None
-    except RecursionError:
-        raise InputError(f"YAML nested too deeply to read (limit {MAX_DEPTH} levels)") from None
-    except ValueError as exc:  # an integer of more than sys.get_int_max_str_digits() digits
-        raise InputError(f"not valid YAML: {exc}") from None
 
 
 def _str_list(value: Any, did: str | None, name: str, out: _Collector) -> tuple[str, ...]:

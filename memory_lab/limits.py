@@ -11,6 +11,8 @@ import json
 import math
 import zipfile
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -93,16 +95,22 @@ def decode(data: bytes) -> str:
         raise InputError(f"not UTF-8 text: {exc}") from None
 
 
+@contextmanager
+def parse_errors(kind: str, invalid: type[Exception]) -> Iterator[None]:
+    """Parsing ``kind`` (JSON, YAML) in the block fails with one line: ``invalid`` (the
+    parser's own error), too deep to read, or an integer of more digits than Python converts."""
+    try:
+        yield
+    except (invalid, ValueError) as exc:  # ValueError: sys.get_int_max_str_digits()
+        raise InputError(f"not valid {kind}: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{kind} nested too deeply to read (limit {MAX_DEPTH} levels)") from None
+
+
 def parse_json(text: str) -> Any:
     """``json.loads`` with one-line errors: invalid JSON, too deep, an over-long integer."""
-    try:
+    with parse_errors("JSON", json.JSONDecodeError):
         return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc}") from None
-    except RecursionError:
-        raise InputError(f"JSON nested too deeply to read (limit {MAX_DEPTH} levels)") from None
-    except ValueError as exc:  # an integer of more than sys.get_int_max_str_digits() digits
-        raise InputError(f"not valid JSON: {exc}") from None
 
 
 def bounds_problem(doc: Any) -> str | None:
