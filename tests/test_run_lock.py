@@ -287,7 +287,10 @@ def test_options_resume_does_not_take_are_refused_naming_them(interrupted, capsy
     assert main(["run", "--resume", str(interrupted), *extra]) == 2
     err = one_line_error(capsys)
     assert f"error: {named} cannot be given with --resume" in err
-    assert "only --jobs, --concurrency, --executor, --ray-address, --resource, --base-url, --quiet" in err
+    assert (
+        "only --jobs, --concurrency, --executor, --ray-address, --resource, --base-url, --quiet"
+        in err
+    )
     assert snapshot(interrupted) == before
 
 
