@@ -90,6 +90,16 @@ class ProbeRecord(_Record):
     evidence: list[str] = field(default_factory=list)
     evidence_recall: float | None = None  # share of evidence turns the context carries
     recalled_turns: list[str] | None = None  # source turn ids the memory reported, if any
+    # rank-aware retrieval, LongMemEval's definitions (memory_lab.rank_scores.RANK_SCORES):
+    # None where the memory does not rank or the probe has no evidence
+    turn_recall_all_at_5: float | None = None
+    turn_ndcg_any_at_5: float | None = None
+    turn_recall_all_at_10: float | None = None
+    turn_ndcg_any_at_10: float | None = None
+    session_recall_all_at_5: float | None = None
+    session_ndcg_any_at_5: float | None = None
+    session_recall_all_at_10: float | None = None
+    session_ndcg_any_at_10: float | None = None
     # the field's answer scores (memory_lab.answer_scores): best over the accepted answers
     f1_locomo: float | None = None
     f1_mem0: float | None = None

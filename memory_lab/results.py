@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from memory_lab.accounting import Price
+from memory_lab.rank_scores import RANK_SCORES
 from memory_lab.record_log import ended_cells
 from memory_lab.records import RECORD_TYPES
 from memory_lab.redact import redact_value
@@ -154,6 +155,7 @@ SUMMARY_COLUMNS = [
     "answerable",
     "evidence_recall",
     "context_hit_rate",
+    *RANK_SCORES,
     "accuracy",
     "accuracy_low",
     "accuracy_high",
@@ -186,6 +188,10 @@ def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.Da
     category-5 figure is in the per-category table). Costs are
     estimates: conversation and memory-LLM tokens at the answering model's price, embedded
     tokens at the embedding model's price, as named in ``run.json``.
+
+    Rank-aware retrieval: the ``RANK_SCORES`` (LongMemEval's recall@k and NDCG@k at turn and
+    session level, ``memory_lab.rank_scores``), means over answerable probes with evidence; NaN
+    for a memory that does not rank.
     """
     turns, probes = results.turns, results.probes
     if len(probes) and adversarial_apart(results):
@@ -236,6 +242,10 @@ def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.Da
                 "context_hit_rate": _rate(answerable["context_hit"])
                 if len(answerable)
                 else math.nan,
+                **{
+                    name: _mean(answerable[name]) if len(answerable) else math.nan
+                    for name in RANK_SCORES
+                },
                 "accuracy": correct / len(answerable) if len(answerable) else math.nan,
                 "accuracy_low": low,
                 "accuracy_high": high,

@@ -46,6 +46,7 @@ from memory_lab.models.embeddings import OfflineEmbeddings, offline_embedding_mo
 from memory_lab.models.providers import MeteredEmbeddings, provider_embeddings
 from memory_lab.models.tokens import count_tokens, encoding, token_ids
 from memory_lab.prompt import CONVERSATION_PROMPT, INPUT_KEY, MEMORY_KEY, OUTPUT_KEY, render_prompt
+from memory_lab.rank_scores import rank_scores
 from memory_lab.records import ProbeRecord, TurnRecord, UsageRecord
 from memory_lab.redact import remember_resources
 from memory_lab.scoring import evidence_recall, score_probe
@@ -373,6 +374,7 @@ class Cell:
 
         config = models.config
         self.turn_text = {t.id: t.text for t in dialogue.turns}
+        self.turn_session = {t.id: t.session_id for t in dialogue.turns}
         self.memory = build_memory(spec, self.resources)
         self.resources.on_close(self.memory.close)
         self.answer_meter = Meter()
@@ -634,6 +636,11 @@ class Cell:
             if probe.category == "abstention"
             else evidence_recall(evidence, context, recalled_ids)
         )
+        ranks = rank_scores(
+            recalled.recall.ranking if recalled.recall is not None else None,
+            () if probe.category == "abstention" else probe.evidence,
+            self.turn_session,
+        )
         record = ProbeRecord(
             **self._ids(),
             language=self.dialogue.language,
@@ -665,6 +672,7 @@ class Cell:
             evidence=list(probe.evidence),
             evidence_recall=recall_share,
             recalled_turns=list(recalled_ids) if recalled_ids else None,
+            **ranks,
             f1_locomo=field_scores.f1_locomo,
             f1_mem0=field_scores.f1_mem0,
             bleu1=field_scores.bleu1,

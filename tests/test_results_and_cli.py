@@ -190,3 +190,25 @@ def test_field_scores_on_records_and_in_both_summaries(tmp_path):
     trap = table[table["source_category"] == "locomo_category=5"].iloc[0]
     assert trap["f1_locomo"] == pytest.approx(adversarial["f1_locomo"].mean())
     assert math.isnan(trap["f1_mem0"]) and math.isnan(trap["bleu1"])
+
+
+def test_rank_scores_in_the_summary_for_ranking_memories_only(tmp_path):
+    from memory_lab.rank_scores import RANK_SCORES
+    from memory_lab.results import summarize
+
+    out = tmp_path / "ranks"
+    source = f"locomo:{FIXTURES / 'locomo' / 'locomo_mini.json'}"
+    argv = ["run", "--memory", "buffer", "vector", "--dialogues", source, "--out", str(out)]
+    assert main([*argv, "--quiet"]) == 0
+    results = read_results(out)
+    summary = summarize(results).set_index("memory")
+    probes = results.probes[results.probes["category"] != "abstention"]
+    probes = probes[probes["probe_metadata"].map(lambda m: m["locomo_category"]) != 5]
+    vector = probes[probes["memory"] == "vector"]
+    assert vector[RANK_SCORES].notna().all().all()  # every LoCoMo probe names its evidence
+    for name in RANK_SCORES:
+        assert summary.loc["vector", name] == pytest.approx(vector[name].mean())
+        assert math.isnan(summary.loc["buffer", name])  # buffer does not rank
+    assert (vector["session_recall_all_at_5"] >= vector["turn_recall_all_at_5"]).all()
+    saved = (out / "summary.csv").read_text().splitlines()[0].split(",")
+    assert set(RANK_SCORES) <= set(saved)

@@ -8,6 +8,7 @@ The factories configure the langchain-classic classes as they are; nothing is re
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Callable
@@ -76,6 +77,35 @@ class ClassicMemory:
 
     def close(self) -> None:
         """Stores are released through the factory's ``on_close``."""
+
+
+class VectorMemory(ClassicMemory):
+    """``VectorStoreRetrieverMemory`` whose documents name their source turns, so a recall
+    reports its ranking (``Recall.ranking``): the retriever's documents, nearest first.
+
+    Saving and recalling are LangChain's own steps, taken one at a time: ``_form_documents``
+    then ``retriever.add_documents`` (``save_context``), with each document's turn ids added to
+    its Chroma metadata; ``retriever.invoke`` then ``_documents_to_memory_variables``
+    (``load_memory_variables``). So the stored texts, the embedded tokens and the context (one
+    item, the documents in the retriever's order) are those of the class as it is. The item
+    names no turns: its evidence recall stays the text-carried figure.
+    """
+
+    def observe(self, exchange: Exchange) -> None:
+        user = exchange.dated_user() if self.timestamps else exchange.user
+        docs = self.inner._form_documents({INPUT_KEY: user}, {OUTPUT_KEY: exchange.assistant})
+        for doc in docs:
+            doc.metadata = {**doc.metadata, TURN_IDS_KEY: json.dumps(list(exchange.turn_ids))}
+        self.inner.retriever.add_documents(docs)
+
+    def recall(self, query: Query) -> Recall:
+        docs = self.inner.retriever.invoke(query.text)
+        value = self.inner._documents_to_memory_variables(docs)[MEMORY_KEY]
+        ranking = tuple(tuple(json.loads(doc.metadata.get(TURN_IDS_KEY) or "[]")) for doc in docs)
+        return Recall((Item(value, (), self.kind),) if value else (), ranking)
+
+
+TURN_IDS_KEY = "turn_ids"  # a vector document's source turn ids (JSON list) in its metadata
 
 
 def _messages(memory: Any) -> dict[str, Any]:
@@ -186,7 +216,7 @@ def vector(res: MemoryResources, k: int = 4) -> ClassicMemory:
     memory = VectorStoreRetrieverMemory(
         retriever=retriever, memory_key=MEMORY_KEY, input_key=INPUT_KEY
     )
-    return ClassicMemory(
+    return VectorMemory(
         memory, "vector", "retrieved", lambda m: {"documents": store._collection.count()}
     )
 

@@ -127,11 +127,13 @@ class Combined:
     def recall(self, query: Query) -> Recall:
         values = self.inner.load_memory_variables({INPUT_KEY: query.text, _QUERY: query})
         items: list[Item] = []
-        for i, label in enumerate(self.labels):
-            recall = values[f"part_{i}"]
+        recalls = [values[f"part_{i}"] for i in range(len(self.labels))]
+        for label, recall in zip(self.labels, recalls, strict=True):
             if any(item.text for item in recall.items):
                 items += [Item(f"## {label}", (), "other"), *recall.items]
-        return Recall(tuple(items))
+        # one part's ranking is the whole's; two ranking parts have no one order between them
+        rankings = [r.ranking for r in recalls if r.ranking is not None]
+        return Recall(tuple(items), ranking=rankings[0] if len(rankings) == 1 else None)
 
     def snapshot(self) -> dict[str, Any]:
         return {

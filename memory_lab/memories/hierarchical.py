@@ -267,7 +267,8 @@ class HierarchicalMemory:
                 Item(self.transcript([t.exchange]), t.exchange.turn_ids, "verbatim")
                 for t in self.short_term
             ]
-        return Recall(tuple(items))
+        # ranked: the long-term entries only (short-term and summary are shown, not retrieved)
+        return Recall(tuple(items), ranking=tuple(e.turn_ids for e in chosen))
 
     def entry_text(self, entry: LongTermEntry) -> str:
         text = entry.text.replace("\n", " ")

@@ -286,7 +286,8 @@ class HybridMemory:
             tuple(
                 Item(self.documents[d].text, self.documents[d].turn_ids, "retrieved")
                 for d in ranking.final
-            )
+            ),
+            ranking=tuple(self.documents[d].turn_ids for d in ranking.final),
         )
 
     def end_session(self, session: SessionInfo) -> None:

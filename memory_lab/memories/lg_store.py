@@ -118,7 +118,9 @@ class StoreMemory:
         hits = self.lookup(query.text, self.k) if query.text else []
         facts = [Item(self.fact_text(i), tuple(i.value.get("turn_ids", ())), "fact") for i in hits]
         header = [Item(FACTS_HEADER, (), "other")] if facts else []
-        return Recall(tuple(header + facts) + self.thread.recall(query).items)
+        # ranked: the semantic search's facts, nearest first ("recent" does not rank by query)
+        ranking = tuple(f.turn_ids for f in facts) if self.search == "semantic" else None
+        return Recall(tuple(header + facts) + self.thread.recall(query).items, ranking=ranking)
 
     def end_session(self, session: SessionInfo) -> None:
         self.thread.end_session(session)

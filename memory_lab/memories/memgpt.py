@@ -595,12 +595,14 @@ class MemGPTMemory:
             if text
         ]
         if not query.text.strip():
-            return Recall(tuple(items))
+            return Recall(tuple(items), ranking=())
         shown: set[str] = set()
         passages = []
+        ranking = []  # archival search's passages, nearest first (conversation search apart)
         for text, meta in self.archival_search(query.text, self.k):
             ids = tuple(t for t in str(meta.get("turn_ids", "")).split(",") if t)
             shown.update(ids)
+            ranking.append(ids)
             passages.append(Item(self._passage_text(text, meta), ids, "retrieved"))
         if passages:
             items += [Item(ARCHIVAL_HEADER, (), "other"), *passages]
@@ -611,7 +613,7 @@ class MemGPTMemory:
         ]
         if messages:
             items += [Item(CONVERSATION_HEADER, (), "other"), *messages]
-        return Recall(tuple(items))
+        return Recall(tuple(items), ranking=tuple(ranking))
 
     def end_session(self, session: SessionInfo) -> None:
         """MemGPT keeps no session boundary: the transcript and both stores span sessions."""

@@ -79,9 +79,18 @@ class Item:
 
 @dataclass(frozen=True)
 class Recall:
-    """What a memory shows the model for one query, in prompt order."""
+    """What a memory shows the model for one query, in prompt order.
+
+    ``ranking``: for a memory whose recall is a ranked retrieval of items that name their source
+    turns, those items' turn ids by rank, best first (one entry per retrieved item shown,
+    whatever order the prompt puts them in; the retrieval only, not what the memory shows
+    besides, such as recent turns or a summary). An empty tuple: it ranks and found nothing.
+    None (the default): the memory does not rank, and has no rank scores
+    (``memory_lab.rank_scores``).
+    """
 
     items: tuple[Item, ...] = ()
+    ranking: tuple[tuple[str, ...], ...] | None = None
 
     @property
     def turn_ids(self) -> tuple[str, ...]:
