@@ -90,11 +90,15 @@ class ProbeRecord(_Record):
     evidence: list[str] = field(default_factory=list)
     evidence_recall: float | None = None  # share of evidence turns the context carries
     recalled_turns: list[str] | None = None  # source turn ids the memory reported, if any
+    # --judge: the first grading prompt's majority verdict over its runs and its first raw
+    # output; tokens summed over every judge call; cache hit: every call was one
     judge_correct: bool | None = None
     judge_raw: str | None = None
     judge_cache_hit: bool | None = None
     judge_input_tokens: int | None = None
     judge_output_tokens: int | None = None
+    judge_calls: int | None = None  # grading prompts x --judge-runs
+    judge_verdicts: list[dict[str, Any]] | None = None  # per (prompt, run): verdict, raw, usage
     probe_metadata: dict[str, Any] | None = None
 
 
