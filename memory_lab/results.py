@@ -529,8 +529,8 @@ def format_judge_summary(summary: pd.DataFrame, run: dict[str, Any] | None = Non
     named = "; ".join(f"{p['label']} = {p.get('file')} ({p.get('version')})" for p in prompts)
     lines = [
         "",
-        f"judge ({judge.get('model')}, temperature {judge.get('temperature', 0.0):g}, "
-        f"{runs} run(s) per prompt; {named}):",
+        f"judge ({judge.get('model')}): temperature {judge.get('temperature', 0.0):g}, "
+        f"{runs} run(s) per prompt; {named}",
         " ".join(head),
     ]
     for r in summary.to_dict("records"):
