@@ -42,7 +42,7 @@ from memory_lab.models.embeddings import (
     offline_embedding_model,
 )
 from memory_lab.models.providers import check_provider
-from memory_lab.prompt import TEMPLATE
+from memory_lab.prompt import TEMPLATES
 from memory_lab.record_log import (
     PARTS_DIR,
     RecordLog,
@@ -115,17 +115,56 @@ def resolve_memories(specs: list[str]) -> list[MemorySpec]:
     return out
 
 
-def judge_prompt_version() -> str:
-    from memory_lab.judge import JUDGE_PROMPT_VERSION
+def judge_info(config: RunConfig, base_url: str | None) -> dict[str, Any] | None:
+    """run.json's ``judge``: model, parameters, temperature, runs and every grading prompt
+    (file, SHA-256, version, placeholders, text); JudgePromptError for an unusable file."""
+    from memory_lab.judge import judge_templates, resolve_judge
 
-    return JUDGE_PROMPT_VERSION
+    if config.judge is None:
+        return None
+    templates = judge_templates(config.judge_prompts)
+    model = resolve_judge(config.judge, base_url, temperature=config.judge_temperature)
+    return {
+        "model": config.judge,
+        "params": redact_value(dict(model._identifying_params)),
+        "temperature": config.judge_temperature,
+        "runs": config.judge_runs,
+        "prompt_version": templates[0].version,  # the first prompt's, as before several
+        "prompt_file": templates[0].file,
+        "prompts": [
+            {
+                "label": t.label,
+                "file": t.file,
+                "sha256": t.sha256,
+                "version": t.version,
+                "placeholders": list(t.placeholders),
+                "text": t.text,
+            }
+            for t in templates
+        ],
+        "verdict": "judge_correct is the majority of the first prompt's runs (a tie: the "
+        "earliest run); judge_verdicts holds every (prompt, run)",
+    }
 
 
-def model_params_judge(spec: str, base_url: str | None) -> dict:
-    """The judge model's parameters for run.json, without secrets."""
-    from memory_lab.judge import resolve_judge
+def absolute_judge_prompts(config: RunConfig) -> RunConfig:
+    """The config with its grading prompt files named by absolute paths (for --resume)."""
+    from memory_lab.judge import BUILTIN
 
-    return redact_value(dict(resolve_judge(spec, base_url=base_url)._identifying_params))
+    paths = tuple(p if p == BUILTIN else str(Path(p).resolve()) for p in config.judge_prompts)
+    return config.replace(judge_prompts=paths)
+
+
+def check_judge_prompts(info: dict[str, Any], config: RunConfig, where: str) -> None:
+    """ValueError if a grading prompt file changed since the run started."""
+    from memory_lab.judge import judge_templates
+
+    recorded = [p["sha256"] for p in ((info.get("judge") or {}).get("prompts") or [])]
+    if config.judge is None or not recorded:
+        return
+    for template, sha in zip(judge_templates(config.judge_prompts), recorded, strict=False):
+        if template.sha256 != sha:
+            raise ValueError(f"{where}: judge prompt {template.file} changed since the run started")
 
 
 def package_versions() -> dict[str, str]:
@@ -235,6 +274,9 @@ def run_benchmark(
         import_ray()  # ValueError naming --executor ray when it is not installed
     roles = memory_roles(memories)
     base_url = effective.base_url
+    config = absolute_judge_prompts(config)
+    effective = absolute_judge_prompts(effective)
+    judge = judge_info(config, base_url)  # a bad --judge-prompt file fails here, before any folder
     started = datetime.now(UTC)
     info = {
         "run_id": uuid.uuid4().hex,
@@ -279,17 +321,11 @@ def run_benchmark(
             "base_url": base_url,
             "tokenizer": TOKENIZER_NAME,
         },
-        "prompt_template": TEMPLATE,
+        "prompt_template": TEMPLATES[config.answer_style],
+        "answer_style": config.answer_style,
         "mode": config.mode,
         "cache_dir": cache_dir,
-        "judge": None
-        if config.judge is None
-        else {
-            "model": config.judge,
-            "params": model_params_judge(config.judge, base_url),
-            "prompt_version": judge_prompt_version(),
-            "prompt_file": "memory_lab/data/judge_prompt.txt",
-        },
+        "judge": judge,
         "concurrency": config.concurrency,
         "dry_run": {
             "llm": config.llm,
@@ -421,6 +457,7 @@ def _resume(
     check_config(info, folder / "run.json")
     config = RunConfig.from_json(info["config"], where)
     config = config.replace(base_url=resume_base_url(config.base_url, base_url, where))
+    check_judge_prompts(info, config, where)
     changes = {k: v for k, v in (("jobs", jobs), ("concurrency", concurrency)) if v is not None}
     if changes:
         config = config.replace(**{"jobs": 1, "concurrency": 1, **changes})

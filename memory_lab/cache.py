@@ -361,7 +361,33 @@ class CallCache(BaseCache):
         self.db.close()
 
 
-def cached_chat_model(model: BaseChatModel, cache: CallCache | None) -> BaseChatModel:
+class RunKeyedCache(BaseCache):
+    """A ``CallCache`` seen by run ``index`` of a repeated call (``--judge-runs``).
+
+    The same prompt to the same model is one row of the cache; N runs of it must be N rows, each
+    found again by the same run of a rerun. This view keys every call under the prompt followed
+    by ``\\x00memory_lab_run=<index>`` (a serialized prompt never holds a raw NUL), and shares the
+    file, the hit marks and the counts of the cache it wraps.
+    """
+
+    def __init__(self, cache: CallCache, index: int):
+        self.cache = cache
+        self.index = index
+
+    def _prompt(self, prompt: str) -> str:
+        return f"{prompt}\x00memory_lab_run={self.index}"
+
+    def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
+        return self.cache.lookup(self._prompt(prompt), llm_string)
+
+    def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
+        self.cache.update(self._prompt(prompt), llm_string, return_val)
+
+    def clear(self, **kwargs: Any) -> None:
+        self.cache.clear(**kwargs)
+
+
+def cached_chat_model(model: BaseChatModel, cache: BaseCache | None) -> BaseChatModel:
     """Attach ``cache`` to ``model`` in place (None leaves it uncached) and return it."""
     value: BaseCache | bool = cache if cache is not None else False
     try:

@@ -88,6 +88,10 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         roles=_pairs(args.model, "--model"),
         embeddings=args.embeddings,
         judge=args.judge,
+        judge_prompts=tuple(args.judge_prompt),
+        judge_runs=args.judge_runs,
+        judge_temperature=args.judge_temperature,
+        answer_style=args.answer_style,
         base_url=args.base_url,
         mode=args.mode,
         record_prompts=not args.no_prompts,
@@ -203,10 +207,6 @@ def _report_run(outcome) -> int:
             f"{adversarial} LoCoMo adversarial probe record(s) are summarised apart (see the "
             "table by category; --adversarial include puts them in the headline)."
         )
-    if "judge_accuracy" in outcome.summary:
-        judged = outcome.summary[["memory", "accuracy", "judge_accuracy", "disagreement_rate"]]
-        judged = judged.rename(columns={"accuracy": "string_match_accuracy"})
-        print(f"\njudge ({results.run['judge']['model']}):\n" + judged.to_string(index=False))
     print("\n" + format_category_table(summarize_by_category(results)))
     print(f"\nresults: {outcome.path}/ (run.json, records.jsonl, summary.csv)")
     if outcome.failed_cells:
@@ -361,6 +361,36 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", type=Path, metavar="DIR", help="continue an interrupted run")
     run.add_argument(
         "--judge", metavar="MODEL", help="add LLM-judged correctness (offline or PROVIDER:MODEL)"
+    )
+    run.add_argument(
+        "--judge-prompt",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="grading prompt file(s) with {question} {reply} and optionally {answers} "
+        "{abstention}; 'builtin' names ours (the default); repeat or list to compare prompts",
+    )
+    run.add_argument(
+        "--judge-runs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="grade every probe N times per prompt; J is reported as mean ± sd (default 1)",
+    )
+    run.add_argument(
+        "--judge-temperature",
+        type=float,
+        default=0.0,
+        metavar="T",
+        help="sampling temperature of a provider judge (default 0)",
+    )
+    run.add_argument(
+        "--answer-style",
+        choices=["conversation", "short"],
+        default="conversation",
+        help="answering prompt: LangChain's conversation prompt (default) or a short-phrase "
+        "answer, as F1/BLEU scoring of LoCoMo expects",
     )
     run.add_argument(
         "--no-cache", action="store_true", help="call providers even for calls made before"

@@ -14,6 +14,7 @@ from typing import Any
 MODES = ("replay", "live")
 EXECUTORS = ("local", "ray")
 ADVERSARIAL = ("apart", "include")
+ANSWER_STYLES = ("conversation", "short")  # the answering prompts of memory_lab/prompt.py
 OFFLINE = "offline"
 
 
@@ -33,6 +34,10 @@ class RunConfig:
     ``apart`` from the headline (as the published harnesses do) or ``include``d in it.
     ``executor``: ``local`` (this machine: ``jobs`` processes or ``concurrency`` threads) or
     ``ray`` (cells as Ray tasks on the cluster at ``ray_address``, or a local one).
+    ``judge_prompts``: grading prompt files (``builtin`` names ours; none: ours alone), each
+    graded ``judge_runs`` times per probe by ``judge`` at ``judge_temperature``.
+    ``answer_style``: the answering prompt, LangChain's ``conversation`` prompt or ``short``
+    (a short-phrase answer, as LoCoMo-style F1 and BLEU scoring expects).
     """
 
     llm: str = OFFLINE
@@ -56,6 +61,10 @@ class RunConfig:
     request_timeout: float = 60.0
     executor: str = "local"
     ray_address: str | None = None
+    judge_prompts: tuple[str, ...] = ()
+    judge_runs: int = 1
+    judge_temperature: float = 0.0
+    answer_style: str = "conversation"
 
     def __post_init__(self) -> None:
         if self.jobs < 1 or self.concurrency < 1:
@@ -80,6 +89,24 @@ class RunConfig:
             )
         if self.context_limit is not None and self.context_limit < 1:
             raise ConfigError("--context-limit must be a positive number of tokens")
+        object.__setattr__(self, "judge_prompts", tuple(self.judge_prompts))
+        if self.judge_runs < 1:
+            raise ConfigError("--judge-runs must be at least 1")
+        if not self.judge_temperature >= 0:
+            raise ConfigError("--judge-temperature must be 0 or more")
+        if self.judge is None:
+            for option, given in (
+                ("--judge-prompt", bool(self.judge_prompts)),
+                ("--judge-runs", self.judge_runs != 1),
+                ("--judge-temperature", self.judge_temperature != 0.0),
+            ):
+                if given:
+                    raise ConfigError(f"{option} needs --judge MODEL")
+        if self.answer_style not in ANSWER_STYLES:
+            raise ConfigError(
+                f"--answer-style must be one of {', '.join(ANSWER_STYLES)}, "
+                f"got {self.answer_style!r}"
+            )
         for role in self.roles:
             if role in ("reader", "judge") or not role.isidentifier():
                 raise ConfigError(f"--model: {role!r} is not a memory model role name")

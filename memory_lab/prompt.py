@@ -1,7 +1,11 @@
-"""The one conversation prompt every memory is measured with.
+"""The conversation prompt every memory is measured with, in one of two answer styles.
 
-It is LangChain's own ``ConversationChain`` default template, so results match what users of the
-classic chain get. The offline reader locates the memory section by the same markers.
+``conversation`` (the default, ``TEMPLATE``) is LangChain's own ``ConversationChain`` default
+template, so results match what users of the classic chain get. ``short`` (``SHORT_TEMPLATE``,
+``--answer-style short``) asks for the answer as a short phrase in the context's own words, as
+LoCoMo's and Mem0's evaluations ask their answering models (token F1 and BLEU-1 punish long
+replies). Both lay out the memory and the input with the same markers, by which the offline
+reader locates the memory section.
 """
 
 from __future__ import annotations
@@ -23,12 +27,30 @@ TEMPLATE = (
     f"{MEMORY_HEADER}{{{MEMORY_KEY}}}{INPUT_PREFIX}{{{INPUT_KEY}}}{REPLY_PREFIX}"
 )
 
-CONVERSATION_PROMPT = PromptTemplate(input_variables=[MEMORY_KEY, INPUT_KEY], template=TEMPLATE)
+SHORT_TEMPLATE = (
+    "The following is a conversation between a human and an AI. The AI answers the human's "
+    "question from its context in the form of a short phrase, using exact words from the "
+    "context whenever possible, with no explanation. If the AI does not know the answer to a "
+    "question, it truthfully says it does not know.\n\n"
+    f"{MEMORY_HEADER}{{{MEMORY_KEY}}}{INPUT_PREFIX}{{{INPUT_KEY}}}{REPLY_PREFIX}"
+)
+
+TEMPLATES = {"conversation": TEMPLATE, "short": SHORT_TEMPLATE}  # keys: config.ANSWER_STYLES
 
 
-def render_prompt(history: str, user_input: str) -> str:
+def answer_prompt(style: str = "conversation") -> PromptTemplate:
+    """The answering prompt of an answer style (``conversation`` or ``short``)."""
+    if style not in TEMPLATES:
+        raise ValueError(f"answer style must be one of {', '.join(TEMPLATES)}, got {style!r}")
+    return PromptTemplate(input_variables=[MEMORY_KEY, INPUT_KEY], template=TEMPLATES[style])
+
+
+CONVERSATION_PROMPT = answer_prompt("conversation")
+
+
+def render_prompt(history: str, user_input: str, style: str = "conversation") -> str:
     """The exact text the chat model receives for this memory context and input."""
-    return CONVERSATION_PROMPT.format(**{MEMORY_KEY: history, INPUT_KEY: user_input})
+    return answer_prompt(style).format(**{MEMORY_KEY: history, INPUT_KEY: user_input})
 
 
 def split_prompt(prompt: str) -> tuple[str, str]:

@@ -105,11 +105,15 @@ class ProbeRecord(_Record):
     f1_mem0: float | None = None
     bleu1: float | None = None
     exact_match: float | None = None
+    # --judge: the first grading prompt's majority verdict over its runs and its first raw
+    # output; tokens summed over every judge call; cache hit: every call was one
     judge_correct: bool | None = None
     judge_raw: str | None = None
     judge_cache_hit: bool | None = None
     judge_input_tokens: int | None = None
     judge_output_tokens: int | None = None
+    judge_calls: int | None = None  # grading prompts x --judge-runs
+    judge_verdicts: list[dict[str, Any]] | None = None  # per (prompt, run): verdict, raw, usage
     probe_metadata: dict[str, Any] | None = None
 
 

@@ -270,9 +270,8 @@ def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.Da
             }
         )
     summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
-    if len(summary) and probes["judge_correct"].notna().any():
-        judged = judge_summary(probes)[["memory", "judge_accuracy", "disagreement_rate"]]
-        summary = summary.merge(judged, on="memory", how="left")
+    if len(summary) and probes["judge_raw"].notna().any():
+        summary = summary.merge(judge_metrics(probes), on="memory", how="left")
     return summary
 
 
@@ -376,6 +375,7 @@ def format_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> 
             f"est. cost is an estimate: LLM tokens priced as {pr['llm_model']}, "
             f"embedded tokens as {pr['embeddings_model']} (memory_lab/data/prices.json)."
         )
+    lines += format_judge_summary(summary, run)  # --judge: J, its spread and agreement
     return "\n".join(lines)
 
 
@@ -430,3 +430,145 @@ def judge_summary(probes: pd.DataFrame) -> pd.DataFrame:
         "disagreement_rate",
     ]
     return pd.DataFrame(rows, columns=columns)
+
+
+# ---------------------------------------------------------------------- judge runs and agreement
+
+FIELD_SCORES = ("f1_locomo", "f1_mem0", "bleu1", "exact_match")  # shown beside J when present
+
+
+def _votes(row: pd.Series) -> dict[str, list[bool | None]]:
+    """A probe's verdicts: grading prompt label -> the verdict of each run, in run order."""
+    verdicts = row.get("judge_verdicts")
+    if isinstance(verdicts, list) and verdicts:
+        out: dict[str, list[bool | None]] = {}
+        for v in sorted(verdicts, key=lambda v: v["run"]):
+            out.setdefault(v["prompt"], []).append(v["correct"])
+        return out
+    correct = row.get("judge_correct")  # a run from before several prompts and runs
+    return {"p1": [None if correct is None or pd.isna(correct) else bool(correct)]}
+
+
+def judge_metrics(probes: pd.DataFrame) -> pd.DataFrame:
+    """Per memory: J (judge accuracy) mean and sd over runs, and agreement, for each prompt.
+
+    Over answerable probes, the probes ``accuracy`` (string recall) is over. For the first
+    grading prompt: ``judge_accuracy`` and ``judge_accuracy_sd`` (each run's accuracy over the
+    probes it gave a verdict, then their mean and sample sd over runs, ``agreement.mean_sd``),
+    ``judge_kappa`` (Cohen's kappa of its majority verdict against string match) and
+    ``disagreement_rate`` (the share where they differ); for a prompt ``pK`` after it, the same
+    columns suffixed ``_pK`` and ``judge_kappa_p1_pK`` (kappa of the two majority verdicts).
+    Kappa is nan where undefined (see ``agreement.py``). ``judge_runs`` is the runs per prompt,
+    ``judge_unparseable`` the calls whose verdict could not be read, ``judge_tokens`` the judge's
+    input and output tokens over every call (abstention probes included).
+    """
+    from memory_lab.agreement import cohen_kappa, majority_vote, mean_sd
+
+    rows = []
+    for memory, group in probes.groupby("memory", sort=False):
+        votes = [_votes(r) for _, r in group.iterrows()]
+        answerable = (group["category"] != "abstention").tolist()
+        string = group["correct"].astype(bool).tolist()
+        labels = list(dict.fromkeys(label for v in votes for label in v))
+        runs = max((len(runs) for v in votes for runs in v.values()), default=0)
+        tokens = pd.to_numeric(group["judge_input_tokens"], errors="coerce").fillna(0).sum()
+        tokens += pd.to_numeric(group["judge_output_tokens"], errors="coerce").fillna(0).sum()
+        row: dict[str, Any] = {
+            "memory": memory,
+            "judge_runs": runs,
+            "judge_unparseable": sum(x is None for v in votes for rs in v.values() for x in rs),
+            "judge_tokens": int(tokens),
+        }
+        majority: dict[str, list[bool | None]] = {}
+        for label in labels:
+            suffix = "" if label == labels[0] else f"_{label}"
+            per_run = []
+            for r in range(runs):
+                got = [
+                    v[label][r]
+                    for v, ok in zip(votes, answerable, strict=True)
+                    if ok and len(v.get(label, [])) > r and v[label][r] is not None
+                ]
+                if got:
+                    per_run.append(sum(got) / len(got))
+            mean, sd = mean_sd(per_run)
+            majority[label] = [majority_vote(v.get(label, [])) for v in votes]
+            pairs = [
+                (m, s)
+                for m, s, ok in zip(majority[label], string, answerable, strict=True)
+                if ok and m is not None
+            ]
+            row[f"judge_accuracy{suffix}"] = mean
+            row[f"judge_accuracy_sd{suffix}"] = sd
+            row[f"judge_kappa{suffix}"] = cohen_kappa([m for m, _ in pairs], [s for _, s in pairs])
+            row[f"disagreement_rate{suffix}"] = (
+                sum(m != s for m, s in pairs) / len(pairs) if pairs else math.nan
+            )
+            if suffix:
+                both = [
+                    (a, b)
+                    for a, b, ok in zip(
+                        majority[labels[0]], majority[label], answerable, strict=True
+                    )
+                    if ok and a is not None and b is not None
+                ]
+                row[f"judge_kappa_{labels[0]}_{label}"] = cohen_kappa(
+                    [a for a, _ in both], [b for _, b in both]
+                )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def format_judge_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> list[str]:
+    """Lines for the terminal: J mean ± sd per grading prompt beside string recall, the field's
+    answer scores when the summary has them, and kappa; nothing for a run without a judge."""
+    judge = (run or {}).get("judge") or {}
+    if "judge_accuracy" not in summary.columns or not judge:
+        return []
+    prompts = judge.get("prompts") or [
+        {"label": "p1", "file": judge.get("prompt_file"), "version": judge.get("prompt_version")}
+    ]
+    labels = [p["label"] for p in prompts]
+    scores = [c for c in FIELD_SCORES if c in summary.columns]
+    width = max([12, *(len(str(m)) for m in summary["memory"])])
+
+    def pct(x: Any) -> str:
+        return "-" if x is None or pd.isna(x) else f"{100 * x:.1f}%"
+
+    def num(x: Any) -> str:
+        return "-" if x is None or pd.isna(x) else f"{x:.2f}"
+
+    def cell(label: str, r: dict[str, Any]) -> str:
+        suffix = "" if label == labels[0] else f"_{label}"
+        mean, sd = r.get(f"judge_accuracy{suffix}"), r.get(f"judge_accuracy_sd{suffix}")
+        shown = pct(mean)
+        if mean is not None and not pd.isna(mean):
+            shown += " ± " + ("-" if sd is None or pd.isna(sd) else f"{100 * sd:.1f}")
+        return shown
+
+    head = [f"{'memory':<{width}}", f"{'recall':>7}", *(f"{c:>9}" for c in scores)]
+    for label in labels:
+        head += [f"{'J ' + label + ' (mean ± sd)':>19}", f"{'κ ' + label + '~recall':>12}"]
+    head += [f"{'κ ' + labels[0] + '~' + label:>9}" for label in labels[1:]]
+    runs = int(judge.get("runs") or 1)
+    named = "; ".join(f"{p['label']} = {p.get('file')} ({p.get('version')})" for p in prompts)
+    lines = [
+        "",
+        f"judge ({judge.get('model')}): temperature {judge.get('temperature', 0.0):g}, "
+        f"{runs} run(s) per prompt; {named}",
+        " ".join(head),
+    ]
+    for r in summary.to_dict("records"):
+        parts = [f"{r['memory']:<{width}}", f"{pct(r['accuracy']):>7}"]
+        parts += [f"{num(r.get(c)):>9}" for c in scores]
+        for label in labels:
+            suffix = "" if label == labels[0] else f"_{label}"
+            parts += [f"{cell(label, r):>19}", f"{num(r.get(f'judge_kappa{suffix}')):>12}"]
+        parts += [f"{num(r.get(f'judge_kappa_{labels[0]}_{label}')):>9}" for label in labels[1:]]
+        lines.append(" ".join(parts))
+    lines.append(
+        "J: judge accuracy over answerable probes, mean ± sample sd (n-1) over runs, in "
+        "points; κ: Cohen's kappa of each prompt's majority verdict against string match "
+        "(recall) or the first prompt's ('-': undefined, every label the same)."
+    )
+    return lines

@@ -45,7 +45,7 @@ from memory_lab.models import READER_RETRIEVAL_MODEL, model_name, resolve_chat_m
 from memory_lab.models.embeddings import OfflineEmbeddings, offline_embedding_model
 from memory_lab.models.providers import MeteredEmbeddings, provider_embeddings
 from memory_lab.models.tokens import count_tokens, encoding, token_ids
-from memory_lab.prompt import CONVERSATION_PROMPT, INPUT_KEY, MEMORY_KEY, OUTPUT_KEY, render_prompt
+from memory_lab.prompt import INPUT_KEY, MEMORY_KEY, OUTPUT_KEY, answer_prompt, render_prompt
 from memory_lab.rank_scores import rank_scores
 from memory_lab.records import ProbeRecord, TurnRecord, UsageRecord
 from memory_lab.redact import remember_resources
@@ -191,23 +191,35 @@ class RunModels:
 
     def chat_model(self, spec: str, role: str) -> Any:
         """A chat model for a role; real providers go through the on-disk call cache."""
-        if role == "judge":
-            from memory_lab.judge import resolve_judge
-
-            model = resolve_judge(spec, base_url=self.config.base_url)
-        else:
-            model = resolve_chat_model(
-                spec,
-                role,
-                embeddings=self.shared_embeddings(),
-                base_url=self.config.base_url,
-                retrieval=self.reader_retrieval,
-            )
+        model = resolve_chat_model(
+            spec,
+            role,
+            embeddings=self.shared_embeddings(),
+            base_url=self.config.base_url,
+            retrieval=self.reader_retrieval,
+        )
         if spec != "offline" and self.call_cache is not None:
             from memory_lab.cache import cached_chat_model
 
             model = cached_chat_model(model, self.call_cache)
         return model
+
+    def judge_panel(self, meter: Meter) -> Any:
+        """The run's judge (``--judge``): a model per grading prompt and run, through the call
+        cache, every call charged to ``meter`` (``judge.build_panel``)."""
+        from memory_lab.judge import build_panel, judge_templates
+
+        config = self.config
+        assert config.judge is not None
+        return build_panel(
+            config.judge,
+            judge_templates(config.judge_prompts),
+            config.judge_runs,
+            temperature=config.judge_temperature,
+            base_url=config.base_url,
+            cache=self.call_cache,
+            callbacks=[MeterCallback(meter)],
+        )
 
     def memory_embeddings(self, on_embed: Callable[[int], None]) -> Embeddings:
         """The embeddings memories use (offline or a provider's), metered per cell."""
@@ -258,6 +270,7 @@ class PromptMemory(BaseMemory):
 
     memory: Any
     limit: int | None = None
+    style: str = "conversation"  # the answer style, whose template the limit budgets for
     session_id: str | None = None
     session_date: str | None = None
     context: str = ""
@@ -274,7 +287,7 @@ class PromptMemory(BaseMemory):
         context = render_recall(self.recall)
         self.truncated = False
         if self.limit is not None:
-            budget = self.limit - count_tokens(render_prompt("", text))
+            budget = self.limit - count_tokens(render_prompt("", text, self.style))
             self.truncated = count_tokens(context) > budget
             if self.truncated:
                 ids = token_ids(context)
@@ -381,15 +394,16 @@ class Cell:
         self.answer_callback = MeterCallback(self.answer_meter)
         reader = models.chat_model(config.llm, "reader")
         reader.callbacks = [self.answer_callback]
-        self.view = PromptMemory(memory=self.memory, limit=config.context_limit)
+        self.view = PromptMemory(
+            memory=self.memory, limit=config.context_limit, style=config.answer_style
+        )
         self.judge = None
         self.judge_meter = Meter()
         if config.judge:
-            self.judge = models.chat_model(config.judge, "judge")
-            self.judge.callbacks = [MeterCallback(self.judge_meter)]
+            self.judge = models.judge_panel(self.judge_meter)
         self.chain = ConversationChain(
             llm=reader,
-            prompt=CONVERSATION_PROMPT,
+            prompt=answer_prompt(config.answer_style),
             memory=self.view,
             input_key=INPUT_KEY,
             output_key=OUTPUT_KEY,
@@ -404,7 +418,7 @@ class Cell:
         view = FixedContext()
         chain = ConversationChain(
             llm=reader,
-            prompt=CONVERSATION_PROMPT,
+            prompt=answer_prompt(self.models.config.answer_style),
             memory=view,
             input_key=INPUT_KEY,
             output_key=OUTPUT_KEY,
@@ -421,8 +435,7 @@ class Cell:
             reader.callbacks = [callback]
             answerer = self._new_answerer(reader, meter, callback)
             if config.judge:
-                answerer.judge = self.models.chat_model(config.judge, "judge")
-                answerer.judge.callbacks = [MeterCallback(answerer.judge_meter)]
+                answerer.judge = self.models.judge_panel(answerer.judge_meter)
             self.answerers.append(answerer)
         return self.answerers[n]
 
@@ -559,7 +572,7 @@ class Cell:
             ex = Exchange(**{**ex.__dict__, "assistant": reply})
         elif ex.user_turn_id is not None:
             context = self.memory_context(ex.user)
-            prompt = render_prompt(context, ex.user)
+            prompt = render_prompt(context, ex.user, self.models.config.answer_style)
             record.prompt_tokens = count_tokens(prompt)
             record.context_tokens = count_tokens(context)
             record.completion_tokens = count_tokens(ex.assistant)
@@ -680,21 +693,13 @@ class Cell:
             probe_metadata=dict(probe.metadata) if probe.metadata else None,
         )
         if answerer.judge is not None:
-            from memory_lab.judge import judge_reply
+            from memory_lab.judge import record_fields
 
-            answerer.judge_meter.take()
-            verdict = judge_reply(
-                answerer.judge,
-                probe.question,
-                probe.answers,
-                reply,
-                abstention=probe.category == "abstention",
+            gradings = answerer.judge.grade(
+                probe.question, probe.answers, reply, abstention=probe.category == "abstention"
             )
-            record.judge_cache_hit = answerer.judge_meter.take().cache_hits > 0
-            record.judge_correct = verdict.correct
-            record.judge_raw = verdict.raw
-            record.judge_input_tokens = verdict.input_tokens
-            record.judge_output_tokens = verdict.output_tokens
+            for name, value in record_fields(gradings).items():  # every (prompt, run) call
+                setattr(record, name, value)
         record.seconds = recalled.seconds + time.perf_counter() - started
         return record
 

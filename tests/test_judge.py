@@ -2,21 +2,35 @@
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import json
 import math
+import statistics
 
 import pandas as pd
 import pytest
 
+from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
+from memory_lab.benchmark import resume_benchmark
+from memory_lab.cli import main
 from memory_lab.judge import (
+    BUILTIN_FILE,
+    BUILTIN_TEMPLATE,
     JUDGE_PROMPT,
     JUDGE_PROMPT_TEXT,
     JUDGE_PROMPT_VERSION,
+    JudgePromptError,
     OfflineJudge,
     Verdict,
+    build_panel,
     judge_prompt,
     judge_reply,
+    judge_templates,
+    load_judge_template,
     parse_judge_prompt,
     parse_verdict,
+    record_fields,
     resolve_judge,
 )
 from memory_lab.models.providers import provider_chat_model
@@ -24,6 +38,7 @@ from memory_lab.models.tokens import count_tokens
 from memory_lab.normalize import find_any
 from memory_lab.results import judge_summary
 
+from .conftest import FIXTURES
 from .models.openai_mock import CHAT_USAGE, OpenAIMock
 
 
@@ -177,3 +192,198 @@ def test_judge_summary_with_no_verdicts():
     row = judge_summary(probes).iloc[0]
     assert row.judged == 0 and row.unparseable == 1
     assert math.isnan(row.judge_accuracy) and math.isnan(row.disagreement_rate)
+
+
+# ---------------------------------------------------------------------- user grading prompts
+
+MEM0_STYLE = (
+    "Question: {question}\nGold answer: {answers}\nGenerated answer: {reply}\n"
+    'Return JSON {{"label": "CORRECT"}} or {{"label": "WRONG"}}.'
+)
+
+
+def test_a_user_prompt_formats_and_reads_back(tmp_path):
+    path = tmp_path / "mine.txt"
+    path.write_text(MEM0_STYLE, "utf-8")
+    template = load_judge_template(str(path), "p2")
+    assert template.placeholders == ("question", "answers", "reply")
+    assert template.version == template.sha256[:12] and template.file == str(path)
+    prompt = template.format("Where do I live?", ["Busan"], " Busan. ", abstention=False)
+    assert prompt.endswith('{"label": "CORRECT"} or {"label": "WRONG"}.')
+    assert "Gold answer: - Busan\nGenerated answer: Busan." in prompt
+    assert template.parse(prompt) == ("Where do I live?", ["Busan"], "Busan.", False)
+    # without {abstention}, no accepted answers reads as an abstention probe
+    none = template.format("What is my cat's name?", [], "I don't know.", abstention=True)
+    assert template.parse(none) == ("What is my cat's name?", [], "I don't know.", True)
+    offline = resolve_judge("offline", template=template)
+    verdict = judge_reply(offline, "Q?", ["Busan"], "Busan", abstention=False, template=template)
+    sent = template.format("Q?", ["Busan"], "Busan", abstention=False)
+    assert verdict == Verdict(True, "CORRECT", count_tokens(sent), count_tokens("CORRECT"))
+
+
+def test_builtin_names_our_prompt_and_no_prompt_means_ours():
+    assert judge_templates([]) == [BUILTIN_TEMPLATE]
+    ours = judge_templates(["builtin", "builtin"])
+    assert [t.label for t in ours] == ["p1", "p2"] and ours[1].text == JUDGE_PROMPT_TEXT
+    assert BUILTIN_TEMPLATE.version == JUDGE_PROMPT_VERSION
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such file"),
+        (
+            "Q: {question}\nA: {reply}\nGold: {gold_answer}",
+            r"unknown placeholder\(s\) \{gold_answer\}",
+        ),
+        (b"Q: {question} A: {reply} \xff\xfe", r"not UTF-8 text \(byte 25\)"),
+        ("Q: {question}\nanswers: {answers}", r"needs the placeholder\(s\) \{reply\}"),
+        ("Q: {question} A: {reply} JSON: {label}", r"unknown placeholder\(s\) \{label\}"),
+        ("Q: {question} A: {reply} {", "Single '{' encountered"),
+        ("Q: {question!r} A: {reply}", "takes no format spec or conversion"),
+        ("Q: {} A: {reply} {question}", r"unknown placeholder\(s\) \{\}"),
+    ],
+)
+def test_a_bad_prompt_file_is_one_line_naming_it(tmp_path, content, message):
+    path = tmp_path / "bad prompt.txt"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content, "utf-8")
+    with pytest.raises(JudgePromptError, match=message) as caught:
+        load_judge_template(str(path))
+    text = str(caught.value)
+    assert text.startswith(f"--judge-prompt {path}: ") and "\n" not in text
+
+
+def test_a_bad_prompt_file_stops_the_cli_before_any_folder(tmp_path, capsys):
+    bad = tmp_path / "judge.txt"
+    bad.write_text("Grade {reply} against {gold}.", "utf-8")
+    out = tmp_path / "run"
+    args = ["run", "--memory", "buffer", "--dialogues", str(FIXTURES / "dialogues")]
+    assert main([*args, "--judge", "offline", "--judge-prompt", str(bad), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(bad) in err and "{gold}" in err
+    assert not out.exists()
+    assert main([*args, "--judge-runs", "3", "--out", str(out)]) == 2
+    assert "--judge-runs needs --judge MODEL" in capsys.readouterr().err
+
+
+def test_parse_verdict_reads_a_json_label_first():
+    assert parse_verdict('{"reasoning": "it is not correct", "label": "WRONG"}') is False
+    assert parse_verdict('{"reasoning": "wrong city? no", "label": "CORRECT"}') is True
+    assert parse_verdict("label: correct") is True
+
+
+def test_offline_panel_runs_every_prompt_every_run(tmp_path):
+    path = tmp_path / "mine.txt"
+    path.write_text(MEM0_STYLE, "utf-8")
+    panel = build_panel("offline", judge_templates(["builtin", str(path)]), 3)
+    gradings = panel.grade("Where do I live?", ["Busan"], "In Busan.", abstention=False)
+    assert [(g.prompt, g.run) for g in gradings] == [(p, r) for p in ("p1", "p2") for r in range(3)]
+    assert all(g.verdict.correct is True for g in gradings)
+    fields = record_fields(gradings)
+    assert fields["judge_correct"] is True and fields["judge_calls"] == 6
+    assert fields["judge_input_tokens"] == sum(g.verdict.input_tokens for g in gradings)
+    assert fields["judge_cache_hit"] is False
+    assert [v["prompt"] for v in fields["judge_verdicts"]] == ["p1"] * 3 + ["p2"] * 3
+
+
+# ---------------------------------------------------------------------- several runs, a provider
+
+VERDICT_CYCLE = ["CORRECT", "WRONG", "CORRECT", "WRONG", "WRONG"]  # runs differ on mini.yaml
+
+
+def _scripted_verdicts(mock):
+    """The mock answers judge calls with verdicts in a fixed cycle (runs then differ)."""
+    replies = itertools.cycle(VERDICT_CYCLE)
+    original = mock.success
+
+    def success(kind, body):
+        mock.reply = next(replies)
+        return original(kind, body)
+
+    mock.success = success
+
+
+def test_three_runs_of_two_prompts_through_a_provider_then_from_the_cache(tmp_path, mock, capsys):
+    _scripted_verdicts(mock)
+    mine = tmp_path / "mine.txt"
+    mine.write_text(MEM0_STYLE, "utf-8")
+    args = [
+        "run", "--memory", "buffer", "--dialogues", str(FIXTURES / "dialogues" / "mini.yaml"),
+        "--judge", "openai:gpt-4o-mini", "--judge-runs", "3", "--judge-temperature", "0.7",
+        "--judge-prompt", "builtin", "--judge-prompt", str(mine), "--base-url", mock.base_url,
+        "--cache-dir", str(tmp_path / "cache"), "--quiet",
+    ]  # fmt: skip
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    printed = capsys.readouterr().out
+    a = read_results(tmp_path / "a")
+    probes = a.probes
+    calls = mock.calls("chat")
+    assert calls == 6 * len(probes)  # 2 prompts x 3 runs, every one a request of its own
+    assert {r["body"]["temperature"] for r in mock.requests} == {0.7}
+    # every judge call metered: the provider's usage, per call and summed per probe
+    assert (probes["judge_calls"] == 6).all()
+    assert (probes["judge_input_tokens"] == 6 * CHAT_USAGE["prompt_tokens"]).all()
+    assert (probes["judge_output_tokens"] == 6 * CHAT_USAGE["completion_tokens"]).all()
+    per_call = [v for vs in probes["judge_verdicts"] for v in vs]
+    assert {(v["input_tokens"], v["output_tokens"]) for v in per_call} == {(111, 7)}
+    # raw outputs kept per (prompt, run), in the order the mock answered them
+    assert [v["raw"] for v in per_call] == list(
+        itertools.islice(itertools.cycle(VERDICT_CYCLE), calls)
+    )
+    # J over runs, computed here from the raw verdicts with the standard library
+    summary = a.path / "summary.csv"
+    row = pd.read_csv(summary).iloc[0]
+    answerable = probes[probes["category"] != "abstention"]
+    for label, suffix in (("p1", ""), ("p2", "_p2")):
+        per_run = [
+            statistics.mean(
+                next(v["raw"] == "CORRECT" for v in vs if v["prompt"] == label and v["run"] == r)
+                for vs in answerable["judge_verdicts"]
+            )
+            for r in range(3)
+        ]
+        assert row[f"judge_accuracy{suffix}"] == pytest.approx(statistics.mean(per_run))
+        assert row[f"judge_accuracy_sd{suffix}"] == pytest.approx(statistics.stdev(per_run))
+        assert row[f"judge_accuracy_sd{suffix}"] > 0  # the runs differ
+        assert not math.isnan(row[f"judge_kappa{suffix}"])
+    assert "judge_kappa_p1_p2" in row and row["judge_tokens"] == len(probes) * 6 * 118
+    # the terminal shows J mean ± sd beside recall, and kappa
+    assert "J p1 (mean ± sd)" in printed and "J p2 (mean ± sd)" in printed
+    assert "κ p1~recall" in printed and "κ p1~p2" in printed
+    j = f"{100 * row['judge_accuracy']:.1f}% ± {100 * row['judge_accuracy_sd']:.1f}"
+    assert j in printed
+    info = json.loads((a.path / "run.json").read_text())
+    judge = info["judge"]
+    assert (judge["model"], judge["runs"], judge["temperature"]) == ("openai:gpt-4o-mini", 3, 0.7)
+    assert [p["file"] for p in judge["prompts"]] == [BUILTIN_FILE, str(mine)]
+    assert judge["prompts"][1]["sha256"] == hashlib.sha256(mine.read_bytes()).hexdigest()
+    assert judge["params"]["temperature"] == 0.7
+    # a rerun of the whole benchmark: every judge call from the cache, the same verdicts
+    assert main([*args, "--out", str(tmp_path / "b")]) == 0
+    assert mock.calls("chat") == calls
+    b = read_results(tmp_path / "b").probes
+    assert b["judge_cache_hit"].all()
+    assert [v["raw"] for vs in b["judge_verdicts"] for v in vs] == [v["raw"] for v in per_call]
+    assert all(v["cache_hit"] for vs in b["judge_verdicts"] for v in vs)
+    assert (b["judge_input_tokens"] == probes["judge_input_tokens"]).all()
+
+
+def test_a_resumed_run_refuses_a_changed_prompt_file(tmp_path):
+    mine = tmp_path / "mine.txt"
+    mine.write_text(MEM0_STYLE, "utf-8")
+    common = dict(judge="offline", judge_prompts=[str(mine)], judge_runs=2, progress=False)
+    dialogues = load_dialogues(FIXTURES / "dialogues" / "mini.yaml")
+    out = tmp_path / "run"
+    run_benchmark(
+        resolve_memories(["buffer"]),
+        dialogues,
+        out,
+        **common,
+        sources=[str(FIXTURES / "dialogues" / "mini.yaml")],
+    )
+    mine.write_text(MEM0_STYLE + "\nBe strict.", "utf-8")
+    with pytest.raises(ValueError, match="judge prompt .*mine.txt changed since the run started"):
+        resume_benchmark(out, progress=False)

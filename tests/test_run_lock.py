@@ -276,7 +276,7 @@ def test_resume_accepts_edits_to_what_a_run_updates_and_an_old_run_json_with_a_w
     [
         (["--memory", "buffer"], "--memory"),
         (["--llm", "offline"], "--llm"),  # the default value, given: still refused
-        (["--memory", "buffer", "--jud", "offline"], "--judge, --memory"),  # abbreviated too
+        (["--memory", "buffer", "--judge-ru", "2"], "--judge-runs, --memory"),  # abbreviated too
         (["--dialogues", SOURCE, "--no-cache"], "--dialogues, --no-cache"),
         (["--out", "elsewhere"], "--out"),
         (["--request-timeout", "5", "--jobs", "2"], "--request-timeout"),

@@ -138,7 +138,8 @@ def test_a_provider_judge_is_recorded_beside_string_matching(tmp_path, mock):
     assert mock.calls("chat") == len(probes)  # one judge call per probe, nothing else
     assert (probes["judge_correct"] == False).all()  # noqa: E712 - a Series comparison
     assert (probes["judge_input_tokens"] == CHAT_USAGE["prompt_tokens"]).all()
-    assert outcome.summary.loc[0, "disagreement_rate"] == probes["correct"].mean()
+    answerable = probes[probes["category"] != "abstention"]  # the probes recall is over
+    assert outcome.summary.loc[0, "disagreement_rate"] == answerable["correct"].mean()
     asked = mock.requests[0]["body"]["messages"][0]["content"]
     assert "CORRECT or WRONG" in asked and probes["question"].iloc[0] in asked
     assert SECRET not in every_file_text(outcome.path)
