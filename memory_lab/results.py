@@ -155,7 +155,6 @@ SUMMARY_COLUMNS = [
     "answerable",
     "evidence_recall",
     "context_hit_rate",
-    *RANK_SCORES,
     "accuracy",
     "accuracy_low",
     "accuracy_high",
@@ -163,6 +162,7 @@ SUMMARY_COLUMNS = [
     "abstention_accuracy",
     "stale_rate",
     *FIELD_SCORES,
+    *RANK_SCORES,  # new columns go after the existing ones: summary.csv readers index by name
     "mean_prompt_tokens",
     "prompt_tokens",
     "completion_tokens",
