@@ -416,29 +416,30 @@ def format_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> 
 
 
 def format_latency(summary: pd.DataFrame, width: int = 28) -> list[str]:
-    """The latency and footprint block under the summary table (``LATENCY_COLUMNS``)."""
+    """The latency and footprint block under the summary table (``LATENCY_COLUMNS``), times in
+    milliseconds (``summary.csv`` keeps seconds)."""
     if not all(c in summary for c in LATENCY_COLUMNS):
         return []
     header = (
-        f"{'memory':<{width}} {'search p50 s':>12} {'search p95 s':>12} {'total p50 s':>11} "
-        f"{'total p95 s':>11} {'tokens/query':>12} {'tokens held':>11}"
+        f"{'memory':<{width}} {'search p50 ms':>13} {'search p95 ms':>13} {'total p50 ms':>12} "
+        f"{'total p95 ms':>12} {'tokens/query':>12} {'tokens held':>11}"
     )
     lines = ["", header, "-" * len(header)]
 
-    def num(x: float, spec: str) -> str:
-        return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+    def num(x: float, spec: str, scale: float = 1.0) -> str:
+        missing = x is None or (isinstance(x, float) and math.isnan(x))
+        return "-" if missing else format(x * scale, spec)
 
     for r in summary.to_dict("records"):
+        ms = [num(r[c], ",.1f", 1000) for c in LATENCY_COLUMNS[:4]]
         lines.append(
-            f"{r['memory']:<{width}} {num(r['search_seconds_p50'], '.4f'):>12} "
-            f"{num(r['search_seconds_p95'], '.4f'):>12} {num(r['total_seconds_p50'], '.4f'):>11} "
-            f"{num(r['total_seconds_p95'], '.4f'):>11} {num(r['tokens_per_query'], ',.0f'):>12} "
-            f"{num(r['memory_tokens_held'], ',.0f'):>11}"
+            f"{r['memory']:<{width}} {ms[0]:>13} {ms[1]:>13} {ms[2]:>12} {ms[3]:>12} "
+            f"{num(r['tokens_per_query'], ',.0f'):>12} {num(r['memory_tokens_held'], ',.0f'):>11}"
         )
-    lines.append(
-        "search: the memory read per probe; total: search + the answering call; p50/p95 by "
-        "linear interpolation (numpy's default); tokens held: mean footprint at dialogue end."
-    )
+    lines += [
+        "search: the memory read per probe; total: search + the answering call; p50/p95 by",
+        "linear interpolation (numpy's default); tokens held: mean footprint at dialogue end.",
+    ]
     return lines
 
 

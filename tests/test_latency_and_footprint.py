@@ -103,7 +103,7 @@ def test_summary_has_latency_percentiles_tokens_per_query_and_footprint(run):
     )
     assert summary.loc["window:k=1", "tokens_per_query"] < summary.loc["buffer", "tokens_per_query"]
     table = format_summary(summary.reset_index(), results.run)
-    assert "search p50 s" in table and "tokens held" in table and "numpy" in table
+    assert "search p50 ms" in table and "tokens held" in table and "numpy" in table
     line = next(x for x in table.splitlines()[::-1] if x.startswith("buffer "))
     assert f"{summary.loc['buffer', 'memory_tokens_held']:,.0f}" in line
 
@@ -127,4 +127,4 @@ def test_a_run_recorded_before_these_fields_summarises_with_blanks(run, tmp_path
     assert summary[LATENCY_COLUMNS[:4] + ["memory_tokens_held"]].isna().all().all()
     assert summary["tokens_per_query"].notna().all()
     table = format_summary(summary)
-    assert "buffer" in table.split("search p50 s")[1]  # the block is there, blanks shown as -
+    assert "buffer" in table.split("search p50 ms")[1]  # the block is there, blanks shown as -
