@@ -140,6 +140,15 @@ class CellRecord(_Record):
     memory_tokens_held: int | None = None  # the memory's footprint at the dialogue's end
 
 
+TIMING_FIELDS = ("seconds", "recall_seconds", "save_seconds", "answer_seconds")
+
+
+def without_timings(record: dict[str, Any]) -> dict[str, Any]:
+    """A record without its timings (``TIMING_FIELDS``, never the same twice): what two runs
+    of the same inputs must agree on."""
+    return {k: v for k, v in record.items() if k not in TIMING_FIELDS}
+
+
 RECORD_TYPES: dict[str, type[_Record]] = {
     r.kind: r for r in (TurnRecord, ProbeRecord, UsageRecord, CellRecord)
 }

@@ -159,6 +159,8 @@ LATENCY_COLUMNS = [
     "memory_tokens_held",
 ]
 
+TIMING_COLUMNS = ("seconds", *LATENCY_COLUMNS[:4])  # summary columns that vary run to run
+
 
 def percentiles(values: pd.Series, qs: tuple[float, ...] = (50, 95)) -> list[float]:
     """Percentiles of the non-missing values by numpy's default method, linear interpolation
