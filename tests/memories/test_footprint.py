@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from memory_lab.memories import memory_factories
@@ -158,3 +160,19 @@ def test_a_memory_without_held_texts_is_counted_by_its_snapshot():
 
     assert held_texts(Notes()) == ["Mirae lives in Busan.", "me"]
     assert tokens_held(Notes()) == count_tokens("Mirae lives in Busan.") + count_tokens("me")
+
+
+@pytest.mark.parametrize("saver", ["sqlite", "postgres"])
+def test_a_thread_holds_the_same_texts_on_every_saver(saver, nurse, run_models, request):
+    models = run_models
+    if saver == "postgres":
+        url = request.getfixturevalue("postgres_url")
+        models = dataclasses.replace(run_models, resources={"postgres": url})
+    here = replayed("thread:thread_per=session", nurse, run_models)
+    there = replayed(f"thread:saver={saver},thread_per=session", nurse, models)
+    try:
+        assert held_texts(there.memory) == held_texts(here.memory)
+        assert there.tokens_held() == here.tokens_held() > 0
+    finally:
+        here.close()
+        there.close()
