@@ -22,14 +22,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.classic import CLASSIC_FIVE  # noqa: E402
 from memory_lab import load_dialogues, resolve_memories, run_benchmark  # noqa: E402
+from memory_lab.records import without_timings  # noqa: E402
 
 
 def records(folder: Path) -> list[dict]:
     rows = []
     for line in (folder / "records.jsonl").read_text("utf-8").splitlines():
-        row = json.loads(line)
-        row.pop("seconds", None)
-        rows.append(row)
+        rows.append(without_timings(json.loads(line)))
     return rows
 
 

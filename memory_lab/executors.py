@@ -80,9 +80,9 @@ def run_cell(
     password, key or token of the run), never raised."""
     started = time.perf_counter()
     prepare_clients(models.config.model_specs(), models.config.base_url)  # once per process
-    status, error, tb = "ok", None, None
+    status, error, tb, held = "ok", None, None, None
     try:
-        replay_dialogue(spec, dialogue, models, write, on_exchange=on_exchange)
+        held = replay_dialogue(spec, dialogue, models, write, on_exchange=on_exchange)
     except Exception as exc:  # noqa: BLE001 - a failed cell is recorded, the run goes on
         status, tb = "failed", redact(traceback.format_exc())
         error = redact(f"{type(exc).__name__}: {exc}")
@@ -93,6 +93,7 @@ def run_cell(
         status=status,
         error=error,
         seconds=time.perf_counter() - started,
+        memory_tokens_held=held,
     ).to_dict()
     write(record)
     return record, tb

@@ -48,6 +48,9 @@ class TurnRecord(_Record):
     embedding_tokens: int = 0
     memory_tokens: int = 0
     seconds: float = 0.0
+    recall_seconds: float = 0.0  # reading memory for the prompt (part of seconds)
+    save_seconds: float = 0.0  # writing the exchange into memory, its model calls included
+    memory_tokens_held: int | None = None  # the memory's footprint, on a session's last turn
     session_date: str | None = None
     prompt_tokens_counted: int | None = None  # live mode: our count beside the provider's
     reply: str | None = None  # live mode: the model's reply, saved into memory
@@ -86,6 +89,8 @@ class ProbeRecord(_Record):
     memory_tokens: int
     embedding_tokens: int
     seconds: float
+    recall_seconds: float  # reading memory for the prompt (search latency; part of seconds)
+    answer_seconds: float  # the answering model's call (recall + answer: total latency)
     prompt: str
     evidence: list[str] = field(default_factory=list)
     evidence_recall: float | None = None  # share of evidence turns the context carries
@@ -151,6 +156,16 @@ class CellRecord(_Record):
     status: str
     error: str | None
     seconds: float
+    memory_tokens_held: int | None = None  # the memory's footprint at the dialogue's end
+
+
+TIMING_FIELDS = ("seconds", "recall_seconds", "save_seconds", "answer_seconds")
+
+
+def without_timings(record: dict[str, Any]) -> dict[str, Any]:
+    """A record without its timings (``TIMING_FIELDS``, never the same twice): what two runs
+    of the same inputs must agree on."""
+    return {k: v for k, v in record.items() if k not in TIMING_FIELDS}
 
 
 RECORD_TYPES: dict[str, type[_Record]] = {

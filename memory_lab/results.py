@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from memory_lab.accounting import Price
@@ -140,6 +141,11 @@ def reader_accuracy(results: Results) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def _of(frame: pd.DataFrame, memory: str) -> pd.DataFrame:
+    """The rows of one memory (all of them: adversarial probes are queries too)."""
+    return frame[frame["memory"] == memory] if len(frame) else frame
+
+
 def _rate(values: pd.Series) -> float:
     values = values.dropna()
     return float(values.astype(bool).mean()) if len(values) else math.nan
@@ -147,6 +153,58 @@ def _rate(values: pd.Series) -> float:
 
 # The field's answer scores (memory_lab.answer_scores), as probe record fields.
 FIELD_SCORES = ["f1_locomo", "f1_mem0", "bleu1", "exact_match"]
+
+LATENCY_COLUMNS = [
+    "search_seconds_p50",
+    "search_seconds_p95",
+    "total_seconds_p50",
+    "total_seconds_p95",
+    "tokens_per_query",
+    "memory_tokens_held",
+]
+
+TIMING_COLUMNS = ("seconds", *LATENCY_COLUMNS[:4])  # summary columns that vary run to run
+
+
+def percentiles(values: pd.Series, qs: tuple[float, ...] = (50, 95)) -> list[float]:
+    """Percentiles of the non-missing values by numpy's default method, linear interpolation
+    between the closest ranks (Hyndman and Fan's type 7, as R's and pandas' default); NaN
+    for none."""
+    values = pd.to_numeric(values, errors="coerce").dropna()
+    if not len(values):
+        return [math.nan] * len(qs)
+    return [float(x) for x in np.percentile(values.to_numpy(dtype=float), qs)]
+
+
+def latency_and_footprint(probes: pd.DataFrame, cells: pd.DataFrame) -> dict[str, float]:
+    """One memory's query latency, tokens per query and footprint (``LATENCY_COLUMNS``).
+
+    Over every probe, as the Mem0 paper measures per query: search is the memory read for the
+    probe's prompt (``recall_seconds``), total is search plus the answering model's call
+    (``+ answer_seconds``; judging is not in it), each as p50 and p95 (``percentiles``).
+    ``tokens_per_query``: the mean prompt tokens of a probe. ``memory_tokens_held``: the mean
+    over the memory's finished cells of the tokens it held at the dialogue's end.
+    """
+
+    def seconds(name: str) -> pd.Series:
+        return (
+            pd.to_numeric(probes[name], errors="coerce") if len(probes) else pd.Series(dtype=float)
+        )
+
+    search = seconds("recall_seconds")
+    total = search + seconds("answer_seconds")
+    ok = cells[cells["status"] == "ok"] if len(cells) else cells
+    s50, s95 = percentiles(search)
+    t50, t95 = percentiles(total)
+    return {
+        "search_seconds_p50": s50,
+        "search_seconds_p95": s95,
+        "total_seconds_p50": t50,
+        "total_seconds_p95": t95,
+        "tokens_per_query": _mean(probes["prompt_tokens"]) if len(probes) else math.nan,
+        "memory_tokens_held": _mean(ok["memory_tokens_held"]) if len(ok) else math.nan,
+    }
+
 
 SUMMARY_COLUMNS = [
     "memory",
@@ -170,6 +228,7 @@ SUMMARY_COLUMNS = [
     "total_tokens",
     "est_cost_usd",
     "seconds",
+    *LATENCY_COLUMNS,
 ]
 
 
@@ -187,7 +246,9 @@ def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.Da
     answerable probes, so LoCoMo's category 5 is never in them (mem0's convention; LoCoMo's own
     category-5 figure is in the per-category table). Costs are
     estimates: conversation and memory-LLM tokens at the answering model's price, embedded
-    tokens at the embedding model's price, as named in ``run.json``.
+    tokens at the embedding model's price, as named in ``run.json``. Latency (p50 and p95 of
+    search and total seconds per query), tokens per query and the footprint at the dialogue's
+    end close the row (``latency_and_footprint``).
 
     Rank-aware retrieval: the ``RANK_SCORES`` (LongMemEval's recall@k and NDCG@k at turn and
     session level, ``memory_lab.rank_scores``), means over answerable probes with evidence; NaN
@@ -267,6 +328,7 @@ def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.Da
                 "total_tokens": prompt_tokens + completion_tokens + memory_tokens,
                 "est_cost_usd": float(cost),
                 "seconds": float(t["seconds"].sum() + (p["seconds"].sum() if n else 0)),
+                **latency_and_footprint(_of(results.probes, memory), _of(results.cells, memory)),
             }
         )
     summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
@@ -363,6 +425,7 @@ def format_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> 
             f"{pct(r['stale_rate']):>6} {r['mean_prompt_tokens']:>11.0f} {r['memory_tokens']:>10,} "
             f"{r['total_tokens']:>12,} {r['est_cost_usd']:>11.4f} {r['seconds']:>6.1f}"
         )
+    lines += format_latency(summary, width)
     models = (run or {}).get("models") or {}
     if models.get("llm") == "offline":
         lines.append(
@@ -377,6 +440,34 @@ def format_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> 
         )
     lines += format_judge_summary(summary, run)  # --judge: J, its spread and agreement
     return "\n".join(lines)
+
+
+def format_latency(summary: pd.DataFrame, width: int = 28) -> list[str]:
+    """The latency and footprint block under the summary table (``LATENCY_COLUMNS``), times in
+    milliseconds (``summary.csv`` keeps seconds)."""
+    if not all(c in summary for c in LATENCY_COLUMNS):
+        return []
+    header = (
+        f"{'memory':<{width}} {'search p50 ms':>13} {'search p95 ms':>13} {'total p50 ms':>12} "
+        f"{'total p95 ms':>12} {'tokens/query':>12} {'tokens held':>11}"
+    )
+    lines = ["", header, "-" * len(header)]
+
+    def num(x: float, spec: str, scale: float = 1.0) -> str:
+        missing = x is None or (isinstance(x, float) and math.isnan(x))
+        return "-" if missing else format(x * scale, spec)
+
+    for r in summary.to_dict("records"):
+        ms = [num(r[c], ",.1f", 1000) for c in LATENCY_COLUMNS[:4]]
+        lines.append(
+            f"{r['memory']:<{width}} {ms[0]:>13} {ms[1]:>13} {ms[2]:>12} {ms[3]:>12} "
+            f"{num(r['tokens_per_query'], ',.0f'):>12} {num(r['memory_tokens_held'], ',.0f'):>11}"
+        )
+    lines += [
+        "search: the memory read per probe; total: search + the answering call; p50/p95 by",
+        "linear interpolation (numpy's default); tokens held: mean footprint at dialogue end.",
+    ]
+    return lines
 
 
 def format_reader_line(table: pd.DataFrame, run: dict[str, Any] | None = None) -> str:

@@ -39,6 +39,7 @@ from memory_lab.memories.protocol import (
     SessionInfo,
     part_cell_id,
     render_recall,
+    tokens_held,
 )
 from memory_lab.memories.registry import MemorySpec, build_memory, factory_for
 from memory_lab.models import READER_RETRIEVAL_MODEL, model_name, resolve_chat_model
@@ -265,7 +266,8 @@ class PromptMemory(BaseMemory):
     It asks the memory to recall for the chain's input (with the session the runner set),
     renders the ``Recall`` into the ``history`` text, and, with a ``limit``, drops the oldest
     part of that text at a line boundary so template + context + input fit in ``limit`` tokens
-    (``truncated`` is then set). ``context`` and ``recall`` keep what the last prompt held.
+    (``truncated`` is then set). ``context`` and ``recall`` keep what the last prompt held,
+    ``recall_seconds`` how long reading it took (recall, rendering and any cut).
     """
 
     memory: Any
@@ -276,12 +278,14 @@ class PromptMemory(BaseMemory):
     context: str = ""
     recall: Recall | None = None
     truncated: bool = False
+    recall_seconds: float = 0.0
 
     @property
     def memory_variables(self) -> list[str]:
         return [MEMORY_KEY]
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        started = time.perf_counter()
         text = str(inputs.get(INPUT_KEY, ""))
         self.recall = self.memory.recall(Query(text, self.session_id, self.session_date))
         context = render_recall(self.recall)
@@ -295,6 +299,7 @@ class PromptMemory(BaseMemory):
                 cut = kept.find("\n")
                 context = kept[cut + 1 :] if cut != -1 else ""
         self.context = context
+        self.recall_seconds = time.perf_counter() - started
         return {MEMORY_KEY: context}
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
@@ -346,6 +351,7 @@ class Recalled:
     truncated: bool
     usage: Usage
     seconds: float
+    recall_seconds: float = 0.0  # the memory read alone (``PromptMemory.recall_seconds``)
 
 
 class Cell:
@@ -356,6 +362,7 @@ class Cell:
         self.spec = spec
         self.dialogue = dialogue
         self.models = models
+        self.held: int | None = None  # the footprint at the last session end
         config = models.config
         factory = factory_for(spec.name, spec.source)
         self.roles = ("memory", *(r for r in factory.roles if r != "memory"))
@@ -553,7 +560,8 @@ class Cell:
 
         ``ends_session`` (the session's 0-based index) when ``ex`` is its session's last
         exchange: the memory is then told the session ended, and what that costs is charged to
-        this turn. Returns the turn record, then one usage record per memory model role called.
+        this turn, and the turn record carries the memory's footprint (``tokens_held``).
+        Returns the turn record, then one usage record per memory model role called.
         """
         started = time.perf_counter()
         self.at(ex)
@@ -567,6 +575,7 @@ class Cell:
             record.completion_tokens = answer.output_tokens or count_tokens(reply)
             record.truncated = self.view.truncated
             record.reply = reply
+            record.recall_seconds = self.view.recall_seconds
             if self.models.config.record_prompts:
                 record.prompt = prompt
             ex = Exchange(**{**ex.__dict__, "assistant": reply})
@@ -577,11 +586,14 @@ class Cell:
             record.context_tokens = count_tokens(context)
             record.completion_tokens = count_tokens(ex.assistant)
             record.truncated = self.view.truncated
+            record.recall_seconds = self.view.recall_seconds
             if self.models.config.record_prompts:
                 record.prompt = prompt
+        saving = time.perf_counter()
         self.memory.observe(ex)
         if ends_session is not None:
             self.memory.end_session(SessionInfo(ex.session_id, ex.session_date, ends_session))
+        record.save_seconds = time.perf_counter() - saving
         usage, by_role = self.maintenance()
         record.memory_llm_calls = usage.llm_calls
         record.memory_cache_hits = usage.cache_hits
@@ -590,6 +602,8 @@ class Cell:
         record.embedding_tokens = usage.embedding_tokens
         record.memory_tokens = usage.total
         record.seconds = time.perf_counter() - started
+        if ends_session is not None:  # counted after the clock stops: measuring is not saving
+            record.memory_tokens_held = self.held = self.tokens_held()
         return [record, *self._usage_records(ex, by_role)]
 
     def ask(self, probe: Probe, ex: Exchange) -> ProbeRecord:
@@ -622,7 +636,8 @@ class Cell:
         context = self.memory_context(probe.question)
         usage, _ = self.maintenance()
         recall, truncated = self.view.recall, self.view.truncated
-        return Recalled(context, recall, truncated, usage, time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        return Recalled(context, recall, truncated, usage, seconds, self.view.recall_seconds)
 
     def answer(
         self, probe: Probe, ex: Exchange, recalled: Recalled, answerer: Answerer
@@ -632,7 +647,9 @@ class Cell:
         answerer.view.context = recalled.context
         answerer.meter.take()
         answerer.callback.take_prompts()
+        answering = time.perf_counter()
         reply = str(answerer.chain.invoke({INPUT_KEY: probe.question})[OUTPUT_KEY])
+        answer_seconds = time.perf_counter() - answering
         prompts = answerer.callback.take_prompts()
         prompt, answer_usage = prompts[-1] if prompts else "", answerer.meter.take()
         memory_usage = recalled.usage
@@ -681,6 +698,8 @@ class Cell:
             memory_tokens=memory_usage.total,
             embedding_tokens=memory_usage.embedding_tokens,
             seconds=0.0,
+            recall_seconds=recalled.recall_seconds,
+            answer_seconds=answer_seconds,
             prompt=prompt,
             evidence=list(probe.evidence),
             evidence_recall=recall_share,
@@ -707,6 +726,10 @@ class Cell:
         """What the memory holds now (its own ``snapshot()``)."""
         return self.memory.snapshot()
 
+    def tokens_held(self) -> int:
+        """The memory's footprint now: the tokens of the texts it holds (``held_texts``)."""
+        return tokens_held(self.memory, self.resources.count_tokens)
+
     def close(self) -> None:
         self.resources.close()
 
@@ -717,8 +740,11 @@ def replay_dialogue(
     models: RunModels,
     emit: Emit,
     on_exchange: Callable[[], None] | None = None,
-) -> None:
-    """Replay ``dialogue`` through a fresh ``spec`` memory, emitting records as dicts."""
+) -> int | None:
+    """Replay ``dialogue`` through a fresh ``spec`` memory, emitting records as dicts.
+
+    Returns the memory's footprint at the dialogue's end (tokens held; None with no exchange).
+    """
     with quiet_classic_deprecations():
         cell = Cell(spec, dialogue, models)
         try:
@@ -741,6 +767,7 @@ def replay_dialogue(
                 exc.add_note(f"while closing the cell: {type(close_error).__name__}: {close_error}")
             raise
         cell.close()
+        return cell.held
 
 
 def in_threads(job: Callable[[int, int], Any], count: int, width: int) -> Iterator[Any]:

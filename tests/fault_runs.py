@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory_lab.record_log import APPEND_CHUNK
+from memory_lab.records import without_timings
+from memory_lab.results import TIMING_COLUMNS
 
 MEMORIES = ["buffer", "window:k=1", "summary"]
 EXECUTORS = {
@@ -283,9 +285,7 @@ def records_of(folder: Path) -> list[dict]:
     """Every record of a results folder, timings dropped."""
     data = (folder / "records.jsonl").read_bytes()
     rows = [json.loads(line) for line in data.split(b"\n") if line]  # a torn line fails here
-    for row in rows:
-        row.pop("seconds", None)
-    return rows
+    return [without_timings(row) for row in rows]
 
 
 def summary_of(folder: Path) -> list[str]:
@@ -294,7 +294,7 @@ def summary_of(folder: Path) -> list[str]:
     for name in ("summary.csv", "summary_by_category.csv"):
         rows = (folder / name).read_text("utf-8").splitlines()
         header = rows[0].split(",")
-        keep = [i for i, c in enumerate(header) if c != "seconds"]
+        keep = [i for i, c in enumerate(header) if c not in TIMING_COLUMNS]
         lines += [",".join(r.split(",")[i] for i in keep) for r in rows]
     return lines
 

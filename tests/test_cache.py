@@ -22,6 +22,7 @@ from memory_lab.cache import (
 )
 from memory_lab.models import OfflineSummarizer
 from memory_lab.models.providers import provider_chat_model, provider_embeddings
+from memory_lab.records import without_timings
 
 from .models.openai_mock import CHAT_USAGE, OpenAIMock
 
@@ -191,9 +192,7 @@ def test_an_offline_run_keeps_e5_vectors_and_a_rerun_reuses_them(tmp_path, mini_
             progress=False,
         )
         return [
-            {k: v for k, v in r.items() if k != "seconds"}
-            for r in read_records(outcome.path)
-            if r["type"] in ("turn", "probe")
+            without_timings(r) for r in read_records(outcome.path) if r["type"] in ("turn", "probe")
         ]
 
     cold = run("cold", str(tmp_path / "c"))

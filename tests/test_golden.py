@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from memory_lab.records import without_timings
+
 GOLDEN = Path(__file__).parent / "fixtures" / "golden" / "classic_records.jsonl.gz"
 MEMORIES = ["buffer", "window", "summary", "summary_buffer", "vector"]
 # Fresh vectors against the pinned ones: the pinned are int8-quantised (at most 0.0014 off a
@@ -37,7 +39,7 @@ def golden_rows(records: list[dict]) -> list[dict]:
     for r in records:
         if r["memory"] not in MEMORIES or r["type"] not in ("turn", "probe", "cell"):
             continue
-        r = {k: v for k, v in r.items() if k != "seconds"}
+        r = without_timings(r)
         if r.get("prompt") is not None:
             r["prompt_sha256"] = hashlib.sha256(r.pop("prompt").encode()).hexdigest()
         rows.append(r)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
+from memory_lab.records import without_timings
 from memory_lab.results import RECORDS_FILE
 
 from .conftest import FIXTURES
@@ -12,9 +13,7 @@ from .conftest import FIXTURES
 
 def records_without_timings(folder):
     rows = [json.loads(x) for x in (folder / RECORDS_FILE).read_text().splitlines()]
-    for r in rows:
-        r.pop("seconds", None)
-    return rows
+    return [without_timings(r) for r in rows]
 
 
 def test_two_jobs_write_the_same_records_as_one(tmp_path):
@@ -53,9 +52,7 @@ def test_every_memory_runs_with_concurrency_4_as_it_does_alone(tmp_path):
 
     def records(folder):
         rows = [json.loads(x) for x in (folder / "records.jsonl").read_text().splitlines()]
-        for r in rows:
-            r.pop("seconds", None)
-        return rows
+        return [without_timings(r) for r in rows]
 
     alone = run_benchmark(memories, dialogues, tmp_path / "alone", progress=False)
     four = run_benchmark(memories, dialogues, tmp_path / "four", concurrency=4, progress=False)

@@ -17,6 +17,7 @@ from memory_lab.memories import (
     register_memory,
     unregister_memory,
 )
+from memory_lab.records import without_timings as drop_timings
 from memory_lab.results import RECORDS_FILE
 
 from .conftest import FIXTURES
@@ -30,10 +31,7 @@ def lines(folder: Path) -> list[str]:
 
 
 def without_timings(folder: Path) -> list[dict]:
-    rows = [json.loads(x) for x in lines(folder)]
-    for r in rows:
-        r.pop("seconds", None)
-    return rows
+    return [drop_timings(json.loads(x)) for x in lines(folder)]
 
 
 def blocks(folder: Path) -> list[list[str]]:

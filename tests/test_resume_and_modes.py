@@ -11,6 +11,7 @@ import time
 
 from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
 from memory_lab.cli import main
+from memory_lab.records import without_timings
 from memory_lab.results import RECORDS_FILE
 
 from .conftest import FIXTURES
@@ -20,9 +21,7 @@ SOURCES = [str(FIXTURES / "dialogues"), "builtin:classic"]
 
 def records(folder):
     rows = [json.loads(x) for x in (folder / RECORDS_FILE).read_text().splitlines() if x.strip()]
-    for r in rows:
-        r.pop("seconds", None)
-    return rows
+    return [without_timings(r) for r in rows]
 
 
 def test_a_killed_run_resumes_without_losing_or_duplicating_records(tmp_path):

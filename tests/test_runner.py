@@ -6,6 +6,7 @@ import pandas as pd
 
 from memory_lab import load_dialogues, parse_memory_spec, replay_dialogue
 from memory_lab.prompt import INPUT_KEY
+from memory_lab.records import without_timings
 from memory_lab.runner import Cell, exchanges
 
 
@@ -122,9 +123,7 @@ def test_two_runs_give_identical_records_apart_from_timings(run_models):
         for spec in ("buffer", "summary_buffer", "vector"):
             for d in dialogues:
                 replay_dialogue(parse_memory_spec(spec), d, run_models, records.append)
-        for r in records:
-            r.pop("seconds", None)
-        return records
+        return [without_timings(r) for r in records]
 
     first, second = run(), run()
     assert len(first) > 100

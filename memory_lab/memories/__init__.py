@@ -3,13 +3,16 @@
 from memory_lab.memories.base import TextMemory
 from memory_lab.memories.protocol import (
     Exchange,
+    HoldsTexts,
     Item,
     Memory,
     MemoryResources,
     Query,
     Recall,
     SessionInfo,
+    held_texts,
     render_recall,
+    tokens_held,
 )
 from memory_lab.memories.registry import (
     MemoryFactory,
@@ -26,6 +29,7 @@ from memory_lab.memories.registry import (
 
 __all__ = [
     "Exchange",
+    "HoldsTexts",
     "Item",
     "Memory",
     "MemoryFactory",
@@ -39,9 +43,11 @@ __all__ = [
     "SessionInfo",
     "TextMemory",
     "build_memory",
+    "held_texts",
     "memory_factories",
     "parse_memory_spec",
     "register_memory",
     "render_recall",
+    "tokens_held",
     "unregister_memory",
 ]

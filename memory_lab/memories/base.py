@@ -2,9 +2,10 @@
 
 Implement ``context(query)`` (the text to put in the prompt) and ``remember(user, assistant)``.
 It is a pydantic model, so fields declared on the class (``notes: list[str] = []``) are fresh per
-instance. ``remember`` gets the user's line with its session date in front when the run has
-timestamps on (the default). Override ``observe``/``end_session`` instead when the memory needs
-turn ids, session dates or the end of a session.
+instance; the texts in those fields are what it holds (``held_texts``, its footprint).
+``remember`` gets the user's line with its session date in front when the run has timestamps on
+(the default). Override ``observe``/``end_session`` instead when the memory needs turn ids,
+session dates or the end of a session.
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_lab.memories.protocol import Exchange, Item, Query, Recall, SessionInfo
+from memory_lab.memories.protocol import (
+    Exchange,
+    Item,
+    Query,
+    Recall,
+    SessionInfo,
+    snapshot_texts,
+)
 
 
 class TextMemory(BaseModel):
@@ -36,6 +44,10 @@ class TextMemory(BaseModel):
 
     def snapshot(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+    def held_texts(self) -> list[str]:
+        """The texts in the memory's fields (its snapshot); override to say exactly."""
+        return snapshot_texts(self.snapshot())
 
     def close(self) -> None:
         """Nothing to release by default."""

@@ -34,7 +34,8 @@ class ClassicMemory:
     """A LangChain ``BaseMemory`` seen through the memory protocol.
 
     ``kind`` labels the recalled item (verbatim, summary, retrieved); ``describe`` returns the
-    inspector's snapshot of the wrapped class (its summary, its message count, ...). With
+    inspector's snapshot of the wrapped class (its summary, its message count, ...); ``held``
+    the texts it holds (``held_texts``, default ``classic_held``). With
     ``timestamps`` each user line is saved with its session date in front, so a buffer, a
     summary or a retrieved snippet shows when it was said.
     """
@@ -47,11 +48,13 @@ class ClassicMemory:
         name: str = "",
         kind: str = "verbatim",
         describe: Callable[[Any], dict[str, Any]] | None = None,
+        held: Callable[[Any], list[str]] | None = None,
     ):
         self.inner = inner
         self.name = name or type(inner).__name__
         self.kind = kind
         self._describe = describe
+        self._held = held or classic_held
 
     def observe(self, exchange: Exchange) -> None:
         user = exchange.dated_user() if self.timestamps else exchange.user
@@ -74,6 +77,9 @@ class ClassicMemory:
         if self._describe is not None:
             state.update(self._describe(self.inner))
         return state
+
+    def held_texts(self) -> list[str]:
+        return [t for t in self._held(self.inner) if t]
 
     def close(self) -> None:
         """Stores are released through the factory's ``on_close``."""
@@ -112,6 +118,24 @@ def _messages(memory: Any) -> dict[str, Any]:
     return {"messages": len(memory.chat_memory.messages)}
 
 
+def message_texts(messages: Any) -> list[str]:
+    """The texts of chat messages (their content; the ``Human:`` prefix is the prompt's)."""
+    return [m.content if isinstance(m.content, str) else str(m.content) for m in messages]
+
+
+def classic_held(memory: Any) -> list[str]:
+    """What a LangChain memory holds: its running summary when it keeps one, then the messages
+    it reads (``buffer_as_messages`` when it has it: a window's last k exchanges)."""
+    texts = []
+    if isinstance(getattr(memory, "moving_summary_buffer", None), str):
+        texts.append(memory.moving_summary_buffer)
+    if hasattr(memory, "buffer_as_messages"):
+        texts += message_texts(memory.buffer_as_messages)
+    elif hasattr(memory, "chat_memory"):
+        texts += message_texts(memory.chat_memory.messages)
+    return texts
+
+
 def buffer(res: MemoryResources) -> ClassicMemory:
     from langchain_classic.memory import ConversationBufferMemory
 
@@ -130,7 +154,9 @@ def summary(res: MemoryResources) -> ClassicMemory:
     from langchain_classic.memory import ConversationSummaryMemory
 
     memory = ConversationSummaryMemory(**_COMMON, llm=res.memory_llm, return_messages=False)
-    return ClassicMemory(memory, "summary", "summary", lambda m: {"summary": m.buffer})
+    return ClassicMemory(
+        memory, "summary", "summary", lambda m: {"summary": m.buffer}, lambda m: [m.buffer]
+    )
 
 
 def summary_buffer(res: MemoryResources, max_token_limit: int = 600) -> ClassicMemory:
@@ -217,7 +243,11 @@ def vector(res: MemoryResources, k: int = 4) -> ClassicMemory:
         retriever=retriever, memory_key=MEMORY_KEY, input_key=INPUT_KEY
     )
     return VectorMemory(
-        memory, "vector", "retrieved", lambda m: {"documents": store._collection.count()}
+        memory,
+        "vector",
+        "retrieved",
+        lambda m: {"documents": store._collection.count()},
+        lambda m: store._collection.get(include=["documents"])["documents"],
     )
 
 

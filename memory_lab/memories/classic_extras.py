@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, get_buffer_string
 
-from memory_lab.memories.classic import _COMMON, ClassicMemory, _messages
+from memory_lab.memories.classic import _COMMON, ClassicMemory, _messages, message_texts
 from memory_lab.memories.protocol import Exchange, Item, MemoryResources, Query, Recall
 from memory_lab.memories.registry import ParamDoc, declare
 from memory_lab.models.offline_base import OfflineChatModel
@@ -131,6 +131,10 @@ def entity(
         "entity",
         "fact",
         lambda m: {"entities": entity_summaries(m.entity_store), **_messages(m)},
+        lambda m: [
+            *(f"{name}: {text}" for name, text in entity_summaries(m.entity_store).items()),
+            *message_texts(m.buffer[-m.k * 2 :]),  # the exchanges it shows and reads
+        ],
     )
 
 
@@ -148,6 +152,10 @@ def kg(res: MemoryResources, k: int = 2) -> ClassicMemory:
         "kg",
         "fact",
         lambda m: {"triples": knowledge_triples(m.kg), **_messages(m)},
+        lambda m: [
+            *(" ".join(triple) for triple in knowledge_triples(m.kg)),
+            *message_texts(m.chat_memory.messages[-m.k * 2 :]),  # what its prompts read
+        ],
     )
 
 

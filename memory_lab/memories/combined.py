@@ -27,6 +27,7 @@ from memory_lab.memories.protocol import (
     Query,
     Recall,
     SessionInfo,
+    held_texts,
 )
 from memory_lab.memories.registry import (
     MemorySpec,
@@ -142,6 +143,10 @@ class Combined:
                 label: part.snapshot() for label, part in zip(self.labels, self.parts, strict=True)
             },
         }
+
+    def held_texts(self) -> list[str]:
+        """Every part's texts, part after part (a text two parts hold counts twice)."""
+        return [text for part in self.parts for text in held_texts(part)]
 
     def close(self) -> None:
         for part in self.parts:

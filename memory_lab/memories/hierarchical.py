@@ -296,6 +296,11 @@ class HierarchicalMemory:
             "dialogue_hours": round(self.clock.now, 4),
         }
 
+    def held_texts(self) -> list[str]:
+        """The short-term exchanges, the working summary and the long-term entries."""
+        recent = [self.transcript([t.exchange]) for t in self.short_term]
+        return [*recent, self.summary, *(e.text for e in self.entries.values())]
+
     def close(self) -> None:
         """The collection is dropped through the factory's ``on_close``."""
 

@@ -306,6 +306,10 @@ class HybridMemory:
             "rerank": self.rerank or None,
         }
 
+    def held_texts(self) -> list[str]:
+        """The stored documents, once (the dense and the BM25 index hold the same ones)."""
+        return [doc.text for doc in self.documents]
+
     def close(self) -> None:
         """The collection is dropped through the factory's ``on_close``."""
 

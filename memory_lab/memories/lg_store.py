@@ -139,6 +139,10 @@ class StoreMemory:
             "thread": self.thread.snapshot(),
         }
 
+    def held_texts(self) -> list[str]:
+        """The stored facts' values, then the threads' texts."""
+        return [*self.facts().values(), *self.thread.held_texts()]
+
     def close(self) -> None:
         if self._closed:
             return

@@ -302,6 +302,18 @@ class ThreadMemory:
             out["summary"] = self.summary(values)
         return out
 
+    def held_texts(self) -> list[str]:
+        """Every thread of the cell as the checkpointer has it: its summary, then its user and
+        AI messages (older sessions' threads too, with ``thread_per=session``)."""
+        from memory_lab.memories.classic import message_texts
+
+        texts: list[str] = []
+        for thread_id in self.threads:
+            values = dict(self.graph.get_state(self._config(thread_id)).values)
+            messages = [m for m in values.get("messages", []) if m.type != "system"]
+            texts += [self.summary(values), *message_texts(messages)]
+        return texts
+
     def close(self) -> None:
         if self._closed:
             return

@@ -633,6 +633,12 @@ class MemGPTMemory:
             "tool_calls": self.log,
         }
 
+    def held_texts(self) -> list[str]:
+        """The core blocks, the archival passages and the whole transcript (recall memory)."""
+        passages = self.store.get(include=["documents"])["documents"] if self.passages else []
+        messages = [m.text for m in self.conversation.messages]
+        return [*self.core.blocks.values(), *passages, *messages]
+
     def close(self) -> None:
         """The collection is dropped through the factory's ``on_close``."""
 

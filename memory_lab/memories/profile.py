@@ -313,6 +313,11 @@ class ProfileMemory:
             "unparsed_replies": self.unparsed_replies,
         }
 
+    def held_texts(self) -> list[str]:
+        """The profile's filled fields and facts, then the recent exchanges."""
+        recent = [text for ex in self.recent for text in (ex.user, ex.assistant)]
+        return [value for _, value in self.updater.known()] + recent
+
     def close(self) -> None:
         """Nothing to release."""
 

@@ -5,6 +5,11 @@ it happens (texts, turn ids, session id and date), tells it when a session ends,
 ``recall`` what to show the answering model for a ``Query``. ``render_recall`` turns a ``Recall``
 into the ``history`` text of the shared prompt; the runner's bridge hands that to the one
 ``ConversationChain``, so every memory is answered the same way.
+
+A memory may also say what it holds (``held_texts``: summary, stored documents, facts, core
+blocks, thread messages); the runner counts those texts' tokens at each session end, its
+footprint (``tokens_held``). Every built-in memory does; one that does not is counted by the
+texts in its ``snapshot()``.
 """
 
 from __future__ import annotations
@@ -127,6 +132,44 @@ class Memory(Protocol):
 
     def close(self) -> None:
         """Release what the memory holds (stores, files)."""
+
+
+@runtime_checkable
+class HoldsTexts(Protocol):
+    """The footprint part of the contract: a memory that says what it holds."""
+
+    def held_texts(self) -> list[str]:
+        """Every text the memory keeps now, each once (summary, stored documents, facts, core
+        blocks, thread messages), whether or not a recall would show it. Must not change it."""
+
+
+def snapshot_texts(value: Any) -> list[str]:
+    """The non-empty strings in a snapshot (nested dicts and lists), in order: the fallback
+    footprint of a memory without ``held_texts``."""
+    if isinstance(value, str):
+        return [value] if value else []
+    if isinstance(value, Mapping):
+        return [t for v in value.values() for t in snapshot_texts(v)]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in snapshot_texts(v)]
+    return []
+
+
+def held_texts(memory: Any) -> list[str]:
+    """What ``memory`` holds: its ``held_texts()``, else the texts of its ``snapshot()``."""
+    if isinstance(memory, HoldsTexts):
+        return [t for t in memory.held_texts() if t]
+    return snapshot_texts(memory.snapshot())
+
+
+def tokens_held(memory: Any, count: Callable[[str], int] | None = None) -> int:
+    """The memory's footprint: the tokens of the texts it holds, each counted on its own
+    (with ``count``, by default the bundled tokenizer's ``count_tokens``)."""
+    if count is None:
+        from memory_lab.models.tokens import count_tokens
+
+        count = count_tokens
+    return sum(count(text) for text in held_texts(memory))
 
 
 def lookup_resource(resources: Mapping[str, str] | None, name: str, memory: str) -> str:

@@ -18,6 +18,7 @@ from memory_lab.memories import (
 )
 from memory_lab.memories.registry import add_memory, declare, spec_from_json
 from memory_lab.models.tasks import extract_prompt, parse_json_reply
+from memory_lab.records import without_timings
 from memory_lab.results import RECORDS_FILE
 
 from ..conftest import FIXTURES
@@ -71,9 +72,7 @@ def dated_notes_module(tmp_path, monkeypatch):
 
 def lines_of(folder):
     rows = [json.loads(x) for x in (folder / RECORDS_FILE).read_text().splitlines() if x.strip()]
-    for r in rows:
-        r.pop("seconds", None)
-    return rows
+    return [without_timings(r) for r in rows]
 
 
 def test_a_one_file_memory_runs_with_jobs_and_resumes_from_another_directory(
