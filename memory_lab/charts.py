@@ -329,6 +329,59 @@ def cost_frontier_chart(results: Results) -> Figure:
         return fig
 
 
+def score_metric(summary: pd.DataFrame) -> tuple[str, str]:
+    """The answer score the score chart plots: J when the run was judged, else LoCoMo's F1."""
+    if "judge_accuracy" in summary and summary["judge_accuracy"].notna().any():
+        return "judge_accuracy", "J, judge accuracy (mean over runs)"
+    return "f1_locomo", "F1 (LoCoMo's definition)"
+
+
+def score_tokens_chart(results: Results) -> Figure:
+    """The field's trade-off: an answer score (J, else F1) against prompt tokens per query."""
+    with chart_style():
+        summary = summarize(results)
+        column, label = score_metric(summary)
+        summary = summary.dropna(subset=[column, "tokens_per_query"])
+        colors = memory_colors(results)
+        fig = _figure(8.0, 5.5)
+        ax = fig.add_subplot()
+        for r in summary.to_dict("records"):
+            ax.scatter(
+                r["tokens_per_query"],
+                r[column],
+                s=70,
+                color=colors[r["memory"]],
+                edgecolors="black",
+                linewidths=0.5,
+                gid=f"point:{r['memory']}",
+            )
+        if len(summary) and summary["tokens_per_query"].max() > 20 * max(
+            summary["tokens_per_query"].min(), 1
+        ):
+            ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: _tokens(v)))
+        ax.set_ylim(-0.02, 1.05)
+        ax.margins(x=0.15)
+        ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
+        ax.set_xlabel("prompt tokens per query (mean over probes)")
+        ax.set_ylabel(label)
+        ax.set_title(f"{label.split(',')[0]} against tokens per query (up and left is better)")
+        ax.grid(alpha=0.3)
+        points = [
+            (
+                r["tokens_per_query"],
+                r[column],
+                r["memory"],
+                colors[r["memory"]],
+                r[column],
+                r[column],
+            )
+            for r in summary.sort_values(column, ascending=False).to_dict("records")
+        ]
+        _place_labels(fig, ax, points)
+        return fig
+
+
 def _tokens(v: float) -> str:
     if v >= 1e6:
         return f"{v / 1e6:.3g}M"
@@ -519,6 +572,7 @@ CHARTS = {
     "prompt_growth": prompt_growth_chart,
     "category_heatmap": category_heatmap,
     "token_breakdown": token_breakdown_chart,
+    "score_tokens": score_tokens_chart,
 }
 
 

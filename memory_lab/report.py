@@ -18,7 +18,14 @@ from typing import Any
 import pandas as pd
 
 from memory_lab.charts import CHARTS, chart_style, memory_order
-from memory_lab.results import Results, format_summary, read_results, summarize
+from memory_lab.published import is_locomo_run, published_locomo
+from memory_lab.results import (
+    Results,
+    format_summary,
+    read_results,
+    summarize,
+    summarize_by_category,
+)
 from memory_lab.scoring import wilson_interval
 
 REPORT_FILE = "report.html"
@@ -196,6 +203,114 @@ def _summary_section(summary: pd.DataFrame, run: dict[str, Any]) -> str:
     )
 
 
+def _num(x: Any, digits: int = 3) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _ms(x: Any) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x * 1000:,.1f}"
+
+
+def _judge_cell(r: dict[str, Any]) -> str:
+    mean = r.get("judge_accuracy")
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "–"
+    sd = r.get("judge_accuracy_sd")
+    spread = "" if sd is None or (isinstance(sd, float) and math.isnan(sd)) else f" ± {_pct(sd)}"
+    return _pct(mean) + spread
+
+
+METRICS_NOTE = (
+    "The field's metrics, each by its source's definition: J is the judge's accuracy (mean ± "
+    "sample sd over --judge-runs); F1 LoCoMo is LoCoMo's own (task_eval/evaluation.py: Porter "
+    "stems, multiset overlap, its per-category rules); F1 mem0, BLEU-1 and EM are mem0's "
+    "(evaluation/metrics/utils.py: token sets; NLTK BLEU-1 with smoothing 1). Search is the "
+    "memory read for a probe's prompt, total adds the answering call; p50/p95 by linear "
+    "interpolation (numpy's default). Tokens held: what the memory holds at the dialogue's end."
+)
+
+
+def _metrics_section(summary: pd.DataFrame, by_category: pd.DataFrame) -> str:
+    """The field's metrics per memory, then the answer scores per probe category."""
+    rows = [
+        [
+            escape(r["memory"]),
+            _judge_cell(r),
+            _num(r.get("f1_locomo")),
+            _num(r.get("f1_mem0")),
+            _num(r.get("bleu1")),
+            _num(r.get("exact_match")),
+            _ms(r.get("search_seconds_p50")),
+            _ms(r.get("search_seconds_p95")),
+            _ms(r.get("total_seconds_p50")),
+            _ms(r.get("total_seconds_p95")),
+            _num(r.get("tokens_per_query"), 0),
+            _num(r.get("memory_tokens_held"), 0),
+        ]
+        for r in summary.to_dict("records")
+    ]
+    header = [
+        "memory",
+        "J",
+        "F1 LoCoMo",
+        "F1 mem0",
+        "BLEU-1",
+        "EM",
+        "search p50 ms",
+        "search p95 ms",
+        "total p50 ms",
+        "total p95 ms",
+        "tokens/query",
+        "tokens held",
+    ]
+    cat_rows = [
+        [
+            escape(str(r["memory"])),
+            escape(str(r["category"])),
+            escape(str(r["source_category"] or "")),
+            str(r["probes"]),
+            _num(r["f1_locomo"]),
+            _num(r["f1_mem0"]),
+            _num(r["bleu1"]),
+            _pct(r["judge_accuracy"]),
+        ]
+        for r in by_category.to_dict("records")
+    ]
+    cat_header = ["memory", "category", "source", "probes", "F1 LoCoMo", "F1 mem0", "BLEU-1", "J"]
+    return (
+        "<h2>Field metrics</h2>"
+        + _table(header, rows, 'class="num" id=metrics')
+        + f"<p class=note>{escape(METRICS_NOTE)}</p>"
+        + "<h3>By category</h3>"
+        + _table(cat_header, cat_rows, 'class="num" id=metrics-by-category')
+    )
+
+
+def _published_section(probes: pd.DataFrame) -> str:
+    """Other systems' published LoCoMo figures, for runs over LoCoMo only, labelled as such."""
+    if not is_locomo_run(probes):
+        return ""
+    data = published_locomo()
+    rows = [
+        [
+            escape(r["system"]),
+            _pct(r["j"]),
+            f"{r['p95_seconds']:g}",
+            f"{r['tokens_per_query']:,}",
+            escape(r["source"]),  # as text: the report makes no link out
+            escape(r["source_note"]),
+        ]
+        for r in data["rows"]
+    ]
+    header = ["system", "J", "p95 latency s", "tokens/query", "source", "as published"]
+    note = f"{data['about']} Their model: {data['model']} ({data['model_source']})."
+    return (
+        "<h2>Published figures on LoCoMo (other models, prompts and judges)</h2>"
+        + f"<p class=note>{escape(note)}</p>"
+        + _table(header, rows, "id=published")
+    )
+
+
 def _failures_section(cells: pd.DataFrame) -> str:
     """The cells that failed, with their errors (their probes are in no figure above)."""
     if cells.empty or "status" not in cells:
@@ -352,6 +467,8 @@ def render_report(results: Results) -> str:
             "<p class=note>Recall is the share of probes answered correctly; costs are estimates "
             "from the price table named below.</p>",
             _summary_section(summary, results.run),
+            _metrics_section(summary, summarize_by_category(results)),
+            _published_section(results.probes),
             _failures_section(results.cells),
             _charts_section(results),
             _pairs_section(paired_comparison(results)),

@@ -339,8 +339,9 @@ def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.Da
 
 def summarize_by_category(results: Results) -> pd.DataFrame:
     """One row per (memory, probe category): probes, accuracy with its interval, context hits,
-    and the means of the field's answer scores (NaN where a category has none, as mem0's three
-    on LoCoMo's category 5).
+    the means of the field's answer scores (NaN where a category has none, as mem0's three
+    on LoCoMo's category 5) and the judge's accuracy (its headline verdict, ``judge_correct``;
+    NaN without a judge).
 
     Imported datasets keep their own category too (LoCoMo's id, LongMemEval's question type),
     in the ``source_category`` column when present.
@@ -356,6 +357,7 @@ def summarize_by_category(results: Results) -> pd.DataFrame:
         "accuracy_high",
         "context_hit_rate",
         *FIELD_SCORES,
+        "judge_accuracy",
     ]
     if probes.empty:
         return pd.DataFrame(columns=columns)
@@ -378,6 +380,7 @@ def summarize_by_category(results: Results) -> pd.DataFrame:
                     "accuracy_high": high,
                     "context_hit_rate": _rate(group["context_hit"]),
                     **{name: _mean(group[name]) for name in FIELD_SCORES},
+                    "judge_accuracy": _rate(group["judge_correct"]),
                 }
             )
     return pd.DataFrame(rows, columns=columns)

@@ -106,7 +106,7 @@ def test_heatmap_and_token_breakdown(small_run):  # noqa: F811
 
 def test_save_charts_writes_png_and_svg(small_run, tmp_path):  # noqa: F811
     paths = save_charts(small_run, tmp_path / "charts")
-    assert len(paths) == 10
+    assert len(paths) == 12
     assert {p.suffix for p in paths} == {".png", ".svg"}
     for p in paths:
         assert p.stat().st_size > 1000
@@ -122,3 +122,17 @@ def test_korean_text_renders_without_missing_glyphs(tmp_path):
         fig = Figure()
         fig.add_subplot().set_title("기억 비교: 민지의 고양이 콩이")
         fig.savefig(tmp_path / "ko.png")
+
+
+def test_score_chart_plots_j_when_the_run_was_judged_else_locomo_f1(small_run):  # noqa: F811
+    import pandas as pd
+
+    from memory_lab.charts import score_metric, score_tokens_chart
+
+    assert score_metric(pd.DataFrame({"f1_locomo": [0.5]}))[0] == "f1_locomo"
+    assert score_metric(pd.DataFrame({"judge_accuracy": [float("nan")]}))[0] == "f1_locomo"
+    assert score_metric(pd.DataFrame({"judge_accuracy": [0.4]}))[0] == "judge_accuracy"
+    ax = score_tokens_chart(small_run).axes[0]
+    points = [c for c in ax.collections if (c.get_gid() or "").startswith("point:")]
+    assert sorted(c.get_gid() for c in points) == sorted(f"point:{m}" for m in SMALL_MEMORIES)
+    assert ax.get_ylabel().startswith("F1")

@@ -23,6 +23,7 @@ from memory_lab.report import (
     paired_difference_ci,
     write_report,
 )
+from memory_lab.results import summarize_by_category
 
 from .small_run import SMALL_MEMORIES, small_run  # noqa: F401 - a fixture
 
@@ -88,7 +89,7 @@ def test_report_is_one_self_contained_file(report):
     assert not EXTERNAL.search(html)
     assert "<script src" not in html and "<link" not in html
     images = re.findall(r'src="data:image/svg\+xml;base64,([^"]+)"', html)
-    assert len(images) == 5
+    assert len(images) == 6
     for image in images:  # nothing inside the charts points outside either
         svg = base64.b64decode(image).decode("utf-8")
         assert "<svg" in svg and not EXTERNAL.search(svg)
@@ -109,7 +110,7 @@ def test_cli_report_writes_charts_and_report(small_run, capsys):  # noqa: F811
     assert main(["report", str(small_run.path)]) == 0
     out = capsys.readouterr().out
     assert f"report: {small_run.path / REPORT_FILE}" in out
-    assert out.count("chart:") == 10
+    assert out.count("chart:") == 12
     assert (small_run.path / "charts" / "recall.svg").exists()
 
 
@@ -196,7 +197,7 @@ def test_report_renders_in_headless_chromium_without_errors(report, small_run, b
         })()"""
     )
     n_probes = len(small_run.probes)
-    assert state["charts"] == state["loaded"] == 5
+    assert state["charts"] == state["loaded"] == 6
     assert state["rows"] == n_probes
     assert state["count"] == f"{n_probes} of {n_probes} probes shown"
     visible = "[...document.querySelectorAll('#probes tbody tr')].filter(r => !r.hidden).length"
@@ -258,5 +259,45 @@ def test_report_and_charts_on_a_run_whose_longest_dialogue_failed_everywhere(tmp
     assert longest not in set(results.turns["dialogue"])
     assert main(["report", str(outcome.path)]) == 0, capsys.readouterr().err
     html = (outcome.path / REPORT_FILE).read_text("utf-8")
-    assert html.count("<img class=chart") == 5
+    assert html.count("<img class=chart") == 6
     assert "2 cells failed" in html and "planted failure" in html
+
+
+def test_report_shows_the_field_metrics_per_memory_and_category(report, small_run):  # noqa: F811
+    html = report.read_text("utf-8")
+    section = html.split("<h2>Field metrics</h2>")[1].split("<h2>")[0]
+    metrics = section.split("id=metrics>")[1].split("</table>")[0]
+    for memory in SMALL_MEMORIES:
+        assert f"<td>{memory}</td>" in metrics
+    for column in (
+        "F1 LoCoMo",
+        "F1 mem0",
+        "BLEU-1",
+        "search p95 ms",
+        "total p95 ms",
+        "tokens held",
+    ):
+        assert f"<th>{column}</th>" in metrics
+    assert "task_eval/evaluation.py" in section and "evaluation/metrics/utils.py" in section
+    by_category = section.split("id=metrics-by-category>")[1].split("</table>")[0]
+    assert by_category.count("<tr>") == len(summarize_by_category(small_run)) + 1
+    assert "Published figures" not in html  # not a LoCoMo run
+
+
+def test_a_locomo_runs_report_shows_published_figures_labelled_as_such(tmp_path):
+    from memory_lab.published import published_locomo
+
+    out = tmp_path / "locomo"
+    source = f"locomo:{Path(__file__).parent / 'fixtures' / 'locomo' / 'locomo_mini.json'}"
+    argv = ["run", "--memory", "buffer", "--dialogues", source, "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    html = write_report(out).read_text("utf-8")
+    section = html.split("<h2>Published figures on LoCoMo (other models, prompts and judges)</h2>")
+    assert len(section) == 2
+    published = section[1].split("<h2>")[0]
+    data = published_locomo()
+    assert published.count("<tr>") == len(data["rows"]) + 1
+    for row in data["rows"]:
+        assert f"<td>{row['system']}</td>" in published and row["source"] in published
+    assert "never comparable digit for digit" in published
+    assert not EXTERNAL.search(html)  # sources as text, no link out

@@ -1,0 +1,29 @@
+"""Published LoCoMo figures of other systems (``data/published_locomo.json``), for the report.
+
+They are other people's numbers, from other answering models, prompts and judges: the report
+shows them apart from the run's own, labelled as such, and only for runs over LoCoMo.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+import pandas as pd
+
+PUBLISHED_FILE = "published_locomo.json"
+
+
+def published_locomo() -> dict[str, Any]:
+    """The bundled file: ``about``, ``dataset``, ``model``, ``model_source`` and ``rows`` (each
+    ``system``, ``j``, ``p95_seconds``, ``tokens_per_query``, ``source``, ``source_note``)."""
+    text = (resources.files("memory_lab") / "data" / PUBLISHED_FILE).read_text("utf-8")
+    return json.loads(text)
+
+
+def is_locomo_run(probes: pd.DataFrame) -> bool:
+    """True when the run's probes came from the LoCoMo importer (they keep its category id)."""
+    if probes.empty or "probe_metadata" not in probes:
+        return False
+    return any(isinstance(m, dict) and "locomo_category" in m for m in probes["probe_metadata"])
