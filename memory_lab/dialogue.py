@@ -107,10 +107,6 @@ class Dialogue:
     def turns(self) -> tuple[Turn, ...]:
         return tuple(t for s in self.sessions for t in s.turns)
 
-    def turn_index(self) -> dict[str, int]:
-        """Map turn id -> position in the dialogue."""
-        return {t.id: t.index for t in self.turns}
-
 
 @dataclass(frozen=True)
 class Problem:

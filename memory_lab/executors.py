@@ -69,6 +69,49 @@ class CellCancelled(BaseException):
     """Raised in a cell between exchanges when the run is stopping; never recorded."""
 
 
+def cell_record(
+    spec: MemorySpec,
+    dialogue: Dialogue,
+    error: str | None = None,
+    seconds: float = 0.0,
+    held: int | None = None,
+) -> dict[str, Any]:
+    """A cell's closing record: ``ok`` without an error, else ``failed`` with it, redacted."""
+    return CellRecord(
+        memory=spec.label,
+        memory_name=spec.name,
+        dialogue=dialogue.id,
+        status="ok" if error is None else "failed",
+        error=None if error is None else redact(error),
+        seconds=seconds,
+        memory_tokens_held=held,
+    ).to_dict()
+
+
+def worker_runtime(models: RunModels) -> dict[str, Any]:
+    """What a worker process or a Ray task rebuilds the run's models from (``worker_models``)."""
+    return {
+        "config": models.config.to_json(),
+        "cache_dir": models.cache_dir,
+        "resources": dict(models.resources),
+        "work_dir": models.work_dir,
+        "request_timeout": os.environ.get("MEMORY_LAB_REQUEST_TIMEOUT"),
+    }
+
+
+def worker_models(runtime: dict[str, Any], threads: int) -> RunModels:
+    """The run's models in a worker, on at most ``threads`` torch threads."""
+    if runtime.get("request_timeout"):
+        os.environ["MEMORY_LAB_REQUEST_TIMEOUT"] = runtime["request_timeout"]
+    limit_torch_threads(threads)  # jobs x threads stays within the machine's cores
+    return RunModels.create(
+        RunConfig.from_json(runtime["config"]),
+        cache_dir=runtime["cache_dir"],
+        resources=runtime["resources"],
+        work_dir=runtime["work_dir"],
+    )
+
+
 def run_cell(
     spec: MemorySpec,
     dialogue: Dialogue,
@@ -80,21 +123,12 @@ def run_cell(
     password, key or token of the run), never raised."""
     started = time.perf_counter()
     prepare_clients(models.config.model_specs(), models.config.base_url)  # once per process
-    status, error, tb, held = "ok", None, None, None
+    error, tb, held = None, None, None
     try:
         held = replay_dialogue(spec, dialogue, models, write, on_exchange=on_exchange)
     except Exception as exc:  # noqa: BLE001 - a failed cell is recorded, the run goes on
-        status, tb = "failed", redact(traceback.format_exc())
-        error = redact(f"{type(exc).__name__}: {exc}")
-    record = CellRecord(
-        memory=spec.label,
-        memory_name=spec.name,
-        dialogue=dialogue.id,
-        status=status,
-        error=error,
-        seconds=time.perf_counter() - started,
-        memory_tokens_held=held,
-    ).to_dict()
+        error, tb = f"{type(exc).__name__}: {exc}", redact(traceback.format_exc())
+    record = cell_record(spec, dialogue, error, time.perf_counter() - started, held)
     write(record)
     return record, tb
 
@@ -136,15 +170,8 @@ def record_failure(
 ) -> CellOutcome:
     """A cell that could not run at all: a complete part holding only its failed cell record
     (error and traceback redacted)."""
-    error, tb = redact(error), redact(tb) if tb else tb
-    record = CellRecord(
-        memory=task.spec.label,
-        memory_name=task.spec.name,
-        dialogue=task.dialogue.id,
-        status="failed",
-        error=error,
-        seconds=0.0,
-    ).to_dict()
+    record = cell_record(task.spec, task.dialogue, error)
+    tb = redact(tb) if tb else tb
     writer = PartWriter(parts_dir, task.index, attempt)
     writer.write(record)
     writer.finish()
@@ -295,12 +322,7 @@ class Processes:
 
     def _start(self) -> _Worker:
         ctx = multiprocessing.get_context("spawn")  # a forked child would inherit torch threads
-        runtime = {
-            "config": self.models.config.to_json(),
-            "cache_dir": self.models.cache_dir,
-            "resources": dict(self.models.resources),
-            "work_dir": self.models.work_dir,
-        }
+        runtime = worker_runtime(self.models)
         threads = max(1, (os.cpu_count() or 1) // self.jobs)
         conn, child_conn = ctx.Pipe()
         process = ctx.Process(
@@ -401,13 +423,7 @@ def _worker_main(conn: Connection, runtime: dict[str, Any], threads: int, driver
     set_driver(driver)
     models, error = None, None
     try:
-        limit_torch_threads(threads)  # jobs x threads stays within the machine's cores
-        models = RunModels.create(
-            RunConfig.from_json(runtime["config"]),
-            cache_dir=runtime["cache_dir"],
-            resources=runtime["resources"],
-            work_dir=runtime["work_dir"],
-        )
+        models = worker_models(runtime, threads)
     except Exception as exc:  # noqa: BLE001 - every cell it is given fails with this error
         error = (f"worker could not start: {type(exc).__name__}: {exc}", traceback.format_exc())
     while True:
@@ -496,15 +512,7 @@ class RayTasks:
         joined, temp, watchdog = self._connect(ray)
         pending: dict[Any, CellTask] = {}
         try:
-            runtime = ray.put(
-                {
-                    "config": self.models.config.to_json(),
-                    "cache_dir": self.models.cache_dir,
-                    "resources": dict(self.models.resources),
-                    "work_dir": self.models.work_dir,
-                    "request_timeout": os.environ.get("MEMORY_LAB_REQUEST_TIMEOUT"),
-                }
-            )
+            runtime = ray.put(worker_runtime(self.models))
             remote = ray.remote(_ray_cell).options(num_cpus=1, max_retries=0)
             todo = deque(longest_first(tasks))
             limit = self.at_once or len(tasks)
@@ -614,25 +622,10 @@ def _ray_cell(runtime: dict[str, Any], task: CellTask) -> tuple[list[dict[str, A
     models = _ray_models.get(key)
     if models is None:
         try:
-            if runtime.get("request_timeout"):
-                os.environ["MEMORY_LAB_REQUEST_TIMEOUT"] = runtime["request_timeout"]
-            limit_torch_threads(1)  # one CPU per task
-            models = RunModels.create(
-                RunConfig.from_json(runtime["config"]),
-                cache_dir=runtime["cache_dir"],
-                resources=runtime["resources"],
-                work_dir=runtime["work_dir"],
-            )
+            models = worker_models(runtime, 1)  # one CPU per task
         except Exception as exc:  # noqa: BLE001 - the cell fails with this error
-            record = CellRecord(
-                memory=task.spec.label,
-                memory_name=task.spec.name,
-                dialogue=task.dialogue.id,
-                status="failed",
-                error=redact(f"worker could not start: {type(exc).__name__}: {exc}"),
-                seconds=0.0,
-            ).to_dict()
-            return [record], redact(traceback.format_exc())
+            error = f"worker could not start: {type(exc).__name__}: {exc}"
+            return [cell_record(task.spec, task.dialogue, error)], redact(traceback.format_exc())
         _ray_models.clear()  # one run's models at a time
         _ray_models[key] = models
     _, tb = run_cell(task.spec, task.dialogue, models, records.append)

@@ -346,12 +346,9 @@ def _needle(answer: str) -> re.Pattern[str] | None:
     return re.compile(pattern)
 
 
-def contains_answer(text: str, answer: str, *, normalized: bool = False) -> bool:
-    """True when ``answer`` occurs in ``text`` after normalisation, on ASCII word boundaries.
-
-    ``normalized`` says ``text`` is already the output of ``normalize``; it is accepted for
-    compatibility (matching canonicalises either form).
-    """
+def contains_answer(text: str, answer: str) -> bool:
+    """True when ``answer`` occurs in ``text`` after normalisation, on ASCII word boundaries
+    (``text`` may be raw or already the output of ``normalize``: matching canonicalises both)."""
     needle = _needle(answer)
     return needle is not None and needle.search(_haystack(text)) is not None
 

@@ -29,7 +29,6 @@ from memory_lab.results import (
 from memory_lab.scoring import wilson_interval
 
 REPORT_FILE = "report.html"
-Z95 = 1.959964
 
 
 def mcnemar_exact(b: int, c: int) -> float:

@@ -232,7 +232,7 @@ SUMMARY_COLUMNS = [
 ]
 
 
-def summarize(results: Results, prices: dict[str, Price] | None = None) -> pd.DataFrame:
+def summarize(results: Results) -> pd.DataFrame:
     """One row per memory: retrieval first, then the answering model's recall, then cost.
 
     Retrieval (independent of the answering model): ``evidence_recall``, the mean share of

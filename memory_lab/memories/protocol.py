@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
     from langchain_core.language_models import BaseChatModel
 
-ITEM_KINDS = ("verbatim", "summary", "retrieved", "fact", "profile", "core", "other")
-
 
 @dataclass(frozen=True)
 class Exchange:
@@ -75,7 +73,8 @@ class Query:
 
 @dataclass(frozen=True)
 class Item:
-    """One piece of recalled memory: its text, the turns it came from (when known), its kind."""
+    """One piece of recalled memory: its text, the turns it came from (when known), its kind
+    (``verbatim``, ``summary``, ``retrieved``, ``fact``, ``profile``, ``core``, or another)."""
 
     text: str
     turn_ids: tuple[str, ...] = ()

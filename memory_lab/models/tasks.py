@@ -14,7 +14,6 @@ from typing import Any
 
 TASK_TAG = "[memory-lab task: {name}]"
 KNOWN_FACTS = "Known facts:"
-TASKS = ("summarize", "extract", "importance")
 _TAG = re.compile(r"^\s*\[memory-lab task: ([a-z_]+)\]", re.M)
 
 FACTS_SCHEMA: dict[str, Any] = {
