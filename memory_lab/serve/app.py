@@ -37,7 +37,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from memory_lab.memories.registry import MemorySpec
 from memory_lab.redact import redact
 from memory_lab.runner import RunModels
-from memory_lab.serve.chat import Chats, served_spec
+from memory_lab.serve.chat import Chats, on_postgres, served_spec
 from memory_lab.serve.guard import (
     Limits,
     RateLimiter,
@@ -70,14 +70,11 @@ def postgres_urls(specs: list[MemorySpec], resources: dict[str, str]) -> list[st
     from memory_lab.memories.lg_backends import POSTGRES_RESOURCE
     from memory_lab.memories.protocol import lookup_resource
 
-    urls = []
-    for spec in specs:
-        if (
-            spec.name == "thread"
-            and spec.params.get("saver") == "postgres"
-            or (spec.name == "store" and spec.params.get("backend") == "postgres")
-        ):
-            urls.append(lookup_resource(resources, POSTGRES_RESOURCE, spec.label))
+    urls = [
+        lookup_resource(resources, POSTGRES_RESOURCE, spec.label)
+        for spec in specs
+        if on_postgres(spec)
+    ]
     return list(dict.fromkeys(urls))
 
 
@@ -263,8 +260,8 @@ def create_app(settings: ServeSettings) -> FastAPI:
     @app.get("/memory/{user_id}")
     def memory(user_id: str, memory: str | None = None, query: str | None = None) -> dict:
         admit(user_id)
-        if query is not None and query:
-            check_message(query, limits)
+        if query:
+            check_message(query, limits, "query")
         views = work("GET", "/memory", chats().view, user_id, memory, query)
         return {"user_id": user_id, "memories": views}
 

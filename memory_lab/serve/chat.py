@@ -3,9 +3,10 @@
 Each message is one exchange of a single session (``chat``), replayed through ``Cell`` in
 ``live`` mode: the memory gives its context, the answering model replies through the shared
 prompt, and the exchange (with that reply) is saved, all metered as in a benchmark run. A
-user's ``thread`` and ``store`` memories are named after the user (``serve-<memory>-<user>``) and
-kept on their server when the app stops (``keep=true`` unless the spec says otherwise), so on
-PostgreSQL a restarted server finds them again; ``forget`` deletes them there.
+user's ``thread`` and ``store`` memories on PostgreSQL are named after the user
+(``serve-<memory>-<user>``) and
+kept there when the app stops (``keep=true`` unless the spec says otherwise), so on PostgreSQL a
+restarted server finds them again; ``forget`` deletes them there.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import re
 import threading
 import uuid
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -23,31 +25,35 @@ import yaml
 
 from memory_lab.dialogue import FORMAT, Dialogue, parse_documents
 from memory_lab.memories.protocol import Exchange
-from memory_lab.memories.registry import MemorySpec, factory_for
+from memory_lab.memories.registry import MemorySpec
 from memory_lab.models.tokens import count_tokens
 from memory_lab.runner import Cell, RunModels, quiet_classic_deprecations
 from memory_lab.serve.guard import RequestError
 
 SESSION = "chat"
+LOCK_STRIPES = 64
 
 
-def persistent(spec: MemorySpec) -> bool:
-    """Whether the memory can keep its state on a server (it has a ``keep`` parameter)."""
-    return any(p.name == "keep" for p in factory_for(spec.name, spec.source).params)
+def on_postgres(spec: MemorySpec) -> bool:
+    """Whether the memory keeps its state on PostgreSQL (``thread`` or ``store`` there)."""
+    return (spec.name == "thread" and spec.params.get("saver") == "postgres") or (
+        spec.name == "store" and spec.params.get("backend") == "postgres"
+    )
 
 
 def served_spec(spec: MemorySpec) -> MemorySpec:
-    """The spec as served: ``keep=true`` for memories that can keep state, unless given."""
-    if persistent(spec) and f"keep={spec.params['keep']}".lower() not in spec.label.lower():
+    """The spec as served: on PostgreSQL ``keep=true`` unless the spec gives ``keep``."""
+    given = {part.partition("=")[0] for part in spec.label.partition(":")[2].split(",")}
+    if on_postgres(spec) and "keep" not in given:
         return dataclasses.replace(spec, params={**spec.params, "keep": True})
     return spec
 
 
 def cell_id(spec: MemorySpec, user_id: str) -> str:
-    """The user's cell id: fixed for memories that keep state, fresh for the others."""
+    """The user's cell id: fixed for memories on PostgreSQL, fresh for the others."""
     safe = re.sub(r"[^A-Za-z0-9]+", "-", spec.label).strip("-")
     base = f"serve-{safe}-{user_id}"
-    return base if persistent(spec) else f"{base}-{uuid.uuid4().hex[:12]}"
+    return base if on_postgres(spec) else f"{base}-{uuid.uuid4().hex[:12]}"
 
 
 def _plain(value: Any) -> Any:
@@ -191,7 +197,8 @@ class Chats:
         self.models = models
         self.max_users = max_users
         self._users: dict[str, dict[str, UserMemory]] = {}
-        self._locks: dict[str, threading.Lock] = {}
+        # a user's requests one at a time; a fixed number of locks, whatever users come
+        self._locks = [threading.Lock() for _ in range(LOCK_STRIPES)]
         self._lock = threading.Lock()
 
     def labels(self) -> list[str]:
@@ -210,9 +217,7 @@ class Chats:
     @contextmanager
     def user(self, user_id: str, create: bool = True) -> Iterator[dict[str, UserMemory]]:
         """The user's memories by label (made where missing), held for this request alone."""
-        with self._lock:
-            lock = self._locks.setdefault(user_id, threading.Lock())
-        with lock:
+        with self._locks[zlib.crc32(user_id.encode()) % LOCK_STRIPES]:
             with self._lock:
                 memories = self._users.get(user_id)
                 if memories is None and create:

@@ -148,11 +148,14 @@ def run(args: argparse.Namespace) -> int:
     labels = ", ".join(s.label for s in settings.memories)
     print(f"memory-lab serve: http://{HOST}:{port}/ (playground) serving {labels}", flush=True)
     config = uvicorn.Config(create_app(settings), access_log=False, log_level="info")
+    server = uvicorn.Server(config)
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        server.run(sockets=[sock])
     except KeyboardInterrupt:
         pass  # uvicorn stopped on the signal, then raised it again
     finally:
         sock.close()
+    if not server.started:  # the lifespan failed (uvicorn logged why)
+        raise ValueError("the server did not start; see the log above")
     print("memory-lab serve: stopped", file=sys.stderr, flush=True)
     return 0

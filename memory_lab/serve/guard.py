@@ -52,17 +52,17 @@ def check_user_id(user_id: str) -> str:
     return user_id
 
 
-def check_message(message: str, limits: Limits) -> str:
+def check_message(message: str, limits: Limits, what: str = "message") -> str:
     if len(message) > limits.max_message_chars:
         raise RequestError(
             413,
-            f"message is {len(message)} characters; the limit is {limits.max_message_chars} "
+            f"{what} is {len(message)} characters; the limit is {limits.max_message_chars} "
             "(--max-message-chars)",
         )
     if not message.strip():
-        raise RequestError(422, "message must not be empty")
+        raise RequestError(422, f"{what} must not be empty")
     if _CONTROL.search(message):
-        raise RequestError(422, "message holds control characters (only tab and newline may be)")
+        raise RequestError(422, f"{what} holds control characters (only tab and newline may be)")
     return message
 
 

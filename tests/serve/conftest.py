@@ -52,7 +52,7 @@ def serve_models() -> RunModels:
 
 @pytest.fixture
 def serve(serve_models) -> Callable:
-    """``serve(["buffer"], limits=..., resources=...)``: a context manager yielding a URL."""
+    """``serve(["buffer"], limits=, resources=, models=)``: a context manager yielding a URL."""
     import dataclasses
 
     from memory_lab.benchmark import resolve_memories
@@ -60,10 +60,10 @@ def serve(serve_models) -> Callable:
     from memory_lab.serve.app import ServeSettings
     from memory_lab.serve.guard import Limits
 
-    def start(specs, *, limits=None, resources=None, log_messages=False):
+    def start(specs, *, limits=None, resources=None, log_messages=False, models=None):
         memories = resolve_memories(list(specs))
         preflight_memories(memories, resources or {})
-        models = dataclasses.replace(serve_models, resources=dict(resources or {}))
+        models = dataclasses.replace(models or serve_models, resources=dict(resources or {}))
         settings = ServeSettings(memories, models, limits or Limits(), log_messages=log_messages)
         return running(settings)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -11,8 +12,12 @@ import psycopg
 import pytest
 import yaml
 
+from memory_lab.config import RunConfig
 from memory_lab.dialogue import parse_documents
+from memory_lab.runner import RunModels
 from memory_lab.serve.guard import Limits
+
+from ..models.openai_mock import CHAT_USAGE, OpenAIMock
 
 
 def client(url: str) -> httpx.Client:
@@ -202,6 +207,36 @@ def test_postgres_state_survives_a_restart_until_deleted(serve, postgres_url):
         again = by_memory(http.get(f"/memory/{user}").json())
         for label in PG_MEMORIES:
             assert again[label]["context"] == ""
+
+
+def test_keep_false_forgets_at_stop(serve, postgres_url):
+    user = f"pg-{uuid.uuid4().hex[:8]}"
+    spec = "thread:keep=false,saver=postgres"
+    with serve([spec], resources={"postgres": postgres_url}) as url, client(url) as http:
+        assert http.post(f"/chat/{user}", json={"message": "Note this."}).status_code == 200
+        thread_id = http.get(f"/memory/{user}").json()["memories"][0]["snapshot"]["thread_id"]
+        assert thread_rows(postgres_url, thread_id) > 0
+    assert thread_rows(postgres_url, thread_id) == 0
+
+
+def test_a_provider_answers_with_the_memory_in_its_prompt(serve, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-serve-0123456789")
+    monkeypatch.setenv("MEMORY_LAB_MAX_RETRIES", "0")
+    with OpenAIMock() as mock:
+        config = RunConfig(
+            llm="openai:gpt-4o-mini", base_url=mock.base_url, mode="live", cache=False
+        )
+        models = RunModels.create(config)
+        with serve(["buffer"], models=models) as url, client(url) as http:
+            http.post("/chat/kim", json={"message": "My bike is a green Brompton."})
+            second = http.post("/chat/kim", json={"message": "What bike do I ride?"}).json()
+    turn = second["memories"][0]
+    assert second["reply"] == mock.reply
+    assert turn["tokens"]["prompt"] == CHAT_USAGE["prompt_tokens"]  # the provider's own count
+    chats = [r["body"] for r in mock.requests if r["kind"] == "chat"]
+    assert len(chats) == 2
+    prompt = json.dumps(chats[-1]["messages"])
+    assert "green Brompton" in prompt and "What bike do I ride?" in prompt
 
 
 def test_cli_refuses_bad_options_in_one_line(capsys):
