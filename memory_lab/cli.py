@@ -1,4 +1,4 @@
-"""``memory-lab`` command line: run | list | validate | report | inspect, thin layers."""
+"""``memory-lab`` command line: run | list | validate | report | inspect | serve, thin layers."""
 
 from __future__ import annotations
 
@@ -443,6 +443,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     insp.add_argument("--prompt", action="store_true", help="also print the full prompt")
     insp.set_defaults(func=_cmd_inspect)
+
+    from memory_lab.serve.command import add_parser as add_serve_parser
+
+    add_serve_parser(sub)
     return parser
 
 

@@ -355,9 +355,16 @@ class Recalled:
 
 
 class Cell:
-    """One (memory, dialogue) replay with its own memory, chain and meters."""
+    """One (memory, dialogue) replay with its own memory, chain and meters.
 
-    def __init__(self, spec: MemorySpec, dialogue: Dialogue, models: RunModels):
+    ``cell_id`` names the cell's state (its thread, Store namespace, collection); by default a
+    new one every time (``cell_id_for``). ``memory-lab serve`` gives a user's own, so a memory
+    kept on a server finds that user's state again after a restart.
+    """
+
+    def __init__(
+        self, spec: MemorySpec, dialogue: Dialogue, models: RunModels, cell_id: str | None = None
+    ):
 
         self.spec = spec
         self.dialogue = dialogue
@@ -371,7 +378,7 @@ class Cell:
         # a composite memory's parts: label -> (their role meters, their embedding meter)
         self.part_meters: dict[str, tuple[dict[str, Meter], Meter]] = {}
         role_models = {role: self._role_model(role, self.role_meters[role]) for role in self.roles}
-        cell_id = cell_id_for(spec, dialogue)
+        cell_id = cell_id or cell_id_for(spec, dialogue)
         self.resources = MemoryResources(
             models=role_models,
             embeddings=models.memory_embeddings(self.embedding_meter.add_embedding),

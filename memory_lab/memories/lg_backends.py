@@ -8,6 +8,11 @@ Store on SQLite: ``SqliteStore``'s index loads the sqlite-vec extension, which m
 (this project's reference machine among them) cannot load. The URL (or keyword DSN) is used,
 never written: errors name only its host, port and database, and their reasons are redacted.
 
+A server (``memory-lab serve``) opens one ``AsyncPostgresSaver`` per URL in its lifespan and lends
+it with ``lend_checkpointer``: every cell on that URL then checkpoints through it (LangGraph's
+sync calls from a worker thread run on the server's event loop) instead of opening its own
+connection for the thread; a Store still gets a connection of its own.
+
 Checkpoints are written and read with a serializer pinned to the types these memories put in a
 thread (messages, plain values, langmem's ``RunningSummary``), so a reopened checkpointer loads
 them without LangGraph's "unregistered type" warning, and refuses any other type.
@@ -34,6 +39,19 @@ POSTGRES_RESOURCE = "postgres"
 SQLITE_FILE = "langgraph.sqlite"
 # the msgpack types a checkpoint of these memories may hold beyond LangGraph's safe list
 CHECKPOINT_TYPES = (("langmem.short_term.summarization", "RunningSummary"),)
+_LENT: dict[str, Any] = {}  # PostgreSQL URL -> a checkpointer a server opened for every cell
+
+
+@contextmanager
+def lend_checkpointer(url: str, checkpointer: Any) -> Iterator[None]:
+    """While inside, cells on ``url`` checkpoint through ``checkpointer`` (never closed here)."""
+    if url in _LENT:
+        raise ValueError(f"a checkpointer is already lent for {describe_url(url)}")
+    _LENT[url] = checkpointer
+    try:
+        yield
+    finally:
+        _LENT.pop(url, None)
 
 
 def checkpoint_serializer() -> Any:
@@ -218,10 +236,15 @@ class Persistence:
 
             self._url, self._memory = res.resource(POSTGRES_RESOURCE), res.memory_name
             self._vector = embeddings is not None
-            self._conn = connect_postgres(self._url, self._memory)
+            lent = _LENT.get(self._url)
+            if lent is None or store:
+                self._conn = connect_postgres(self._url, self._memory)
             try:
-                self.checkpointer = PostgresSaver(self._conn, serde=serde)
-                self.checkpointer.setup()  # a no-op after the run's preflight
+                if lent is not None:
+                    self.checkpointer = lent
+                else:
+                    self.checkpointer = PostgresSaver(self._conn, serde=serde)
+                    self.checkpointer.setup()  # a no-op after the run's preflight
                 if store:
                     self.store = _postgres_store(self._conn, self.embeddings, self._vector)
                     self.store.setup()
@@ -268,7 +291,11 @@ class Persistence:
         Also after a failure: when the cell's connection died (a server restart, a network cut,
         the cause of many failed cells), they are deleted over a new connection.
         """
-        if self.keep or self.backend != "postgres" or self._conn is None:
+        if self.keep or self.backend != "postgres":
+            return
+        if self._conn is None:  # closed, or a lent checkpointer (the thread only)
+            if self.store is None and self.checkpointer is _LENT.get(self._url):
+                _delete(self.checkpointer, None, thread_ids, [])
             return
         import psycopg
         from langgraph.checkpoint.postgres import PostgresSaver

@@ -1,0 +1,138 @@
+"""Concurrent users against ``memory-lab serve``: no cross-talk, latency p50/p95.
+
+Starts ``memory-lab serve --port 0`` (offline models, loopback) itself, then ``--users`` users
+(20) each send ``--messages`` messages (10) one after another, all users at once. Every user's
+first message states a fact only that user has (a code word); every later message carries the
+user's tag. Afterwards each user's ``GET /memory`` context and every reply must hold that user's
+own code word and tag and no other user's (no cross-talk). A warm-up user first loads the
+offline models (the reader's embedding model loads on the first message with a context). Prints
+the chat latency p50/p95/max, the wall time and the requests per second, then stops the server.
+Exit 1 on any failure.
+
+    python benchmarks/serve_load.py [--users 20] [--messages 10] [--memory buffer]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = ["amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "heron", "iris", "jade"]
+
+
+def code_word(n: int) -> str:
+    return f"{WORDS[n % len(WORDS)]}{n:02d}zq"
+
+
+def start_server(memory: str, users: int, messages: int) -> tuple[subprocess.Popen, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    env.update(TRANSFORMERS_OFFLINE="1", ANONYMIZED_TELEMETRY="False")
+    cmd = [sys.executable, "-m", "memory_lab.cli", "serve", "--port", "0", "--memory", memory]
+    cmd += ["--rate", str(messages + 10), "--max-users", str(users)]
+    server = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    line = server.stdout.readline()  # the first line names the URL
+    found = re.search(r"http://127\.0\.0\.1:\d+", line)
+    if not found:
+        server.kill()
+        raise SystemExit(f"the server did not start: {line!r}")
+    url = found.group()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url + "/memories", timeout=5).raise_for_status()
+            return server, url
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    server.kill()
+    raise SystemExit("the server did not answer within 120 s")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=20)
+    parser.add_argument("--messages", type=int, default=10)
+    parser.add_argument("--memory", default="buffer", help="the memory spec served")
+    args = parser.parse_args()
+    server, url = start_server(args.memory, args.users, args.messages)
+    users = [f"load-user-{n:02d}" for n in range(args.users)]
+    latencies: list[float] = []
+    problems: list[str] = []
+    try:
+        with httpx.Client(base_url=url, timeout=120) as http:
+            for text in ("hello", "hello again"):  # the second loads the reader's model
+                http.post("/chat/warmup", json={"message": text}).raise_for_status()
+            http.delete("/memory/warmup").raise_for_status()
+
+            def talk(n: int) -> list[str]:
+                user, replies = users[n], []
+                for i in range(args.messages):
+                    if i == 0:
+                        text = f"Remember this: my code word is {code_word(n)}."
+                    else:
+                        text = f"Message {i} from tag{n:02d}tag about my day."
+                    started = time.perf_counter()
+                    response = http.post(f"/chat/{user}", json={"message": text})
+                    latencies.append(time.perf_counter() - started)
+                    if response.status_code != 200:
+                        problems.append(f"{user}: {response.status_code} {response.text[:200]}")
+                        continue
+                    replies.append(response.json()["reply"])
+                return replies
+
+            wall = time.perf_counter()
+            with ThreadPoolExecutor(args.users) as pool:
+                replies = list(pool.map(talk, range(args.users)))
+            wall = time.perf_counter() - wall
+
+            for n, user in enumerate(users):
+                context = http.get(f"/memory/{user}").json()["memories"][0]["context"]
+                own = [code_word(n), f"tag{n:02d}tag"]
+                missing = [w for w in own if w not in context]
+                if args.messages > 1 and missing:
+                    problems.append(f"{user}: own words missing from context: {missing}")
+                for m in range(args.users):
+                    if m == n:
+                        continue
+                    theirs = [code_word(m), f"tag{m:02d}tag"]
+                    leaked = [w for w in theirs if w in context or any(w in r for r in replies[n])]
+                    if leaked:
+                        problems.append(f"{user}: holds {users[m]}'s {leaked}")
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    total = len(latencies)
+    ms = sorted(1000 * s for s in latencies)
+    p95 = ms[max(0, int(round(0.95 * total)) - 1)]
+    print(f"memory {args.memory}: {args.users} users x {args.messages} messages = {total} chats")
+    print(
+        f"latency ms: p50 {statistics.median(ms):.1f}  p95 {p95:.1f}  max {ms[-1]:.1f}  "
+        f"| wall {wall:.2f} s, {total / wall:.1f} chats/s"
+    )
+    print(f"server exit code: {server.returncode}")
+    if problems:
+        print(f"FAILED: {len(problems)} problem(s)")
+        for problem in problems[:20]:
+            print("  " + problem)
+        return 1
+    print(f"no cross-talk: each of {args.users} users' context holds only their own facts")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,286 @@
+"""The FastAPI app: chat, snapshot and forget per user, the playground page, JSON errors.
+
+Routes (``user_id``: 1-64 of ``[A-Za-z0-9_-]``, see ``guard``):
+
+- ``POST /chat/{user_id}`` ``{"message": ..., "memory": LABEL?}`` -> ``{"reply": ...,
+  "memories": [...]}``: every served memory (or the one named) answers and saves the exchange;
+  each entry holds its reply, the context its prompt had, token counts, and its ``state`` after.
+- ``GET /memory/{user_id}?memory=&query=``: each memory's snapshot and the context it would give
+  now (for ``query``, default the user's last message).
+- ``DELETE /memory/{user_id}?memory=``: forget the user (on PostgreSQL too).
+- ``GET /dialogue/{user_id}?memory=``: the conversation as a format v1 dialogue file.
+- ``GET /memories``: the served memories and limits; ``GET /``: the playground.
+
+Like the LangGraph guide's deployment, the lifespan opens one ``AsyncPostgresSaver`` per
+PostgreSQL URL the memories use and lends it to every user's thread (``thread_id`` from the
+user id), so conversations survive a restart. Memory work runs in the threadpool, one request
+per user at a time. Logs name users, routes, sizes and timings, never message text unless
+``log_messages``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from importlib import resources as package_files
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from pydantic import BaseModel, ConfigDict
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from memory_lab.memories.registry import MemorySpec
+from memory_lab.redact import redact
+from memory_lab.runner import RunModels
+from memory_lab.serve.chat import Chats, on_postgres, served_spec
+from memory_lab.serve.guard import (
+    Limits,
+    RateLimiter,
+    RequestError,
+    check_message,
+    check_user_id,
+)
+
+log = logging.getLogger("memory_lab.serve")
+
+
+@dataclass
+class ServeSettings:
+    """What ``memory-lab serve`` serves and how (the CLI's options)."""
+
+    memories: list[MemorySpec]
+    models: RunModels
+    limits: Limits = field(default_factory=Limits)
+    log_messages: bool = False
+
+
+class ChatRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    message: str
+    memory: str | None = None
+
+
+def postgres_urls(specs: list[MemorySpec], resources: dict[str, str]) -> list[str]:
+    """The PostgreSQL URLs whose threads the served memories checkpoint."""
+    from memory_lab.memories.lg_backends import POSTGRES_RESOURCE
+    from memory_lab.memories.protocol import lookup_resource
+
+    urls = [
+        lookup_resource(resources, POSTGRES_RESOURCE, spec.label)
+        for spec in specs
+        if on_postgres(spec)
+    ]
+    return list(dict.fromkeys(urls))
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI):
+    settings: ServeSettings = app.state.settings
+    specs = [served_spec(s) for s in settings.memories]
+    async with AsyncExitStack() as stack:
+        urls = postgres_urls(specs, dict(settings.models.resources))
+        if urls:
+            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+            from memory_lab.memories.lg_backends import checkpoint_serializer, lend_checkpointer
+
+            for url in urls:
+                saver = await stack.enter_async_context(
+                    AsyncPostgresSaver.from_conn_string(url, serde=checkpoint_serializer())
+                )
+                await saver.setup()
+                stack.enter_context(lend_checkpointer(url, saver))
+        chats = Chats(specs, settings.models, settings.limits.max_users)
+        app.state.chats = chats
+        try:
+            yield
+        finally:
+            await run_in_threadpool(chats.close)  # before the savers close
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message, "status": status}, status, headers=headers)
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    first = exc.errors()[0] if exc.errors() else {}
+    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
+    if first.get("type") == "json_invalid":
+        return "the body is not valid JSON"
+    if first.get("type") == "missing":
+        return f"{where}: required"
+    if first.get("type") == "extra_forbidden":
+        return f"{where}: unknown field (allowed: message, memory)"
+    return f"{where}: {first.get('msg', 'invalid')}"
+
+
+class BodyLimit:
+    """Refuse (413) a request body over ``limit`` bytes, by its length or as it streams in."""
+
+    def __init__(self, app: Any, limit: int):
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            await _error(413, self._message())(scope, receive, send)
+            return
+        if declared is not None:
+            await self.app(scope, receive, send)
+            return
+        body = b""  # no length given (chunked): read it all, within the limit, then replay it
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.limit:
+                await _error(413, self._message())(scope, receive, send)
+                return
+        replayed = False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    def _message(self) -> str:
+        return f"the request body is over {self.limit} bytes (see --max-message-chars)"
+
+
+def create_app(settings: ServeSettings) -> FastAPI:
+    """The app serving ``settings``; memories are made per user on first use."""
+    limits = settings.limits
+    app = FastAPI(title="memory-lab serve", lifespan=_lifespan, docs_url=None, redoc_url=None)
+    app.state.settings = settings
+    rate = RateLimiter(limits.rate, limits.rate_window)
+    page = package_files.files("memory_lab").joinpath("data/playground.html").read_text("utf-8")
+
+    @app.exception_handler(RequestError)
+    async def refused(request: Request, exc: RequestError) -> JSONResponse:
+        return _error(exc.status, exc.message, exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _error(422, _validation_message(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = "no such route" if exc.status_code == 404 else str(exc.detail)
+        return _error(exc.status_code, message)
+
+    @app.middleware("http")
+    async def access_log(request: Request, call_next: Any) -> Response:
+        started = time.perf_counter()
+        response = await call_next(request)
+        # the path only: a query string may carry text the user typed
+        log.info(
+            "%s %s %d %.1f ms",
+            request.method,
+            request.url.path,
+            response.status_code,
+            1000 * (time.perf_counter() - started),
+        )
+        return response
+
+    app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
+
+    def chats() -> Chats:
+        return app.state.chats
+
+    def work(method: str, path: str, fn: Any, *args: Any) -> Any:
+        """Run memory work; a failure becomes a JSON 500 naming its type (no message text)."""
+        try:
+            return fn(*args)
+        except RequestError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - answered as JSON, logged without text
+            log.error("%s %s failed: %s", method, path, type(exc).__name__)
+            text = redact(str(exc).strip().splitlines()[0]) if str(exc).strip() else ""
+            if settings.log_messages and text:
+                log.error("  %s", text)
+            detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+            raise RequestError(500, f"the memory failed: {detail}") from None
+
+    def admit(user_id: str) -> str:
+        check_user_id(user_id)
+        rate.check(user_id)
+        return user_id
+
+    @app.get("/", response_class=HTMLResponse)
+    def playground() -> HTMLResponse:
+        return HTMLResponse(page)
+
+    @app.get("/memories")
+    def memories() -> dict:
+        return {
+            "memories": chats().labels(),
+            "limits": {
+                "max_message_chars": limits.max_message_chars,
+                "rate": limits.rate,
+                "rate_window_seconds": limits.rate_window,
+                "max_users": limits.max_users,
+            },
+        }
+
+    @app.post("/chat/{user_id}")
+    def chat(user_id: str, body: ChatRequest) -> dict:
+        admit(user_id)
+        message = check_message(body.message, limits)
+        turns = work("POST", "/chat", chats().chat, user_id, message, body.memory)
+        for turn in turns:
+            log.info(
+                "chat user=%s memory=%s turn=%d chars=%d reply_chars=%d context_tokens=%d",
+                user_id,
+                turn["memory"],
+                turn["turn"],
+                len(message),
+                len(turn["reply"]),
+                turn["tokens"]["context"],
+            )
+            if settings.log_messages:
+                log.info("  message=%r reply=%r", message, turn["reply"])
+        return {"user_id": user_id, "reply": turns[0]["reply"], "memories": turns}
+
+    @app.get("/memory/{user_id}")
+    def memory(user_id: str, memory: str | None = None, query: str | None = None) -> dict:
+        admit(user_id)
+        if query:
+            check_message(query, limits, "query")
+        views = work("GET", "/memory", chats().view, user_id, memory, query)
+        return {"user_id": user_id, "memories": views}
+
+    @app.delete("/memory/{user_id}")
+    def forget(user_id: str, memory: str | None = None) -> dict:
+        admit(user_id)
+        labels = work("DELETE", "/memory", chats().delete, user_id, memory)
+        log.info("forget user=%s memories=%s", user_id, ",".join(labels))
+        return {"user_id": user_id, "forgotten": labels}
+
+    @app.get("/dialogue/{user_id}")
+    def dialogue(user_id: str, memory: str | None = None) -> Response:
+        admit(user_id)
+        text = work("GET", "/dialogue", chats().dialogue, user_id, memory)
+        name = f"chat-{user_id}.yaml"
+        return Response(
+            text,
+            media_type="application/yaml",
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )
+
+    return app

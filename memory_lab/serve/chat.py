@@ -1,0 +1,283 @@
+"""One memory per (user, served memory): the runner's ``Cell`` answering live, and a transcript.
+
+Each message is one exchange of a single session (``chat``), replayed through ``Cell`` in
+``live`` mode: the memory gives its context, the answering model replies through the shared
+prompt, and the exchange (with that reply) is saved, all metered as in a benchmark run. A
+user's ``thread`` and ``store`` memories on PostgreSQL are named after the user
+(``serve-<memory>-<user>``) and
+kept there when the app stops (``keep=true`` unless the spec says otherwise), so on PostgreSQL a
+restarted server finds them again; ``forget`` deletes them there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import threading
+import uuid
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import yaml
+
+from memory_lab.dialogue import FORMAT, Dialogue, parse_documents
+from memory_lab.memories.protocol import Exchange
+from memory_lab.memories.registry import MemorySpec
+from memory_lab.models.tokens import count_tokens
+from memory_lab.runner import Cell, RunModels, quiet_classic_deprecations
+from memory_lab.serve.guard import RequestError
+
+SESSION = "chat"
+LOCK_STRIPES = 64
+
+
+def on_postgres(spec: MemorySpec) -> bool:
+    """Whether the memory keeps its state on PostgreSQL (``thread`` or ``store`` there)."""
+    return (spec.name == "thread" and spec.params.get("saver") == "postgres") or (
+        spec.name == "store" and spec.params.get("backend") == "postgres"
+    )
+
+
+def served_spec(spec: MemorySpec) -> MemorySpec:
+    """The spec as served: on PostgreSQL ``keep=true`` unless the spec gives ``keep``."""
+    given = {part.partition("=")[0] for part in spec.label.partition(":")[2].split(",")}
+    if on_postgres(spec) and "keep" not in given:
+        return dataclasses.replace(spec, params={**spec.params, "keep": True})
+    return spec
+
+
+def cell_id(spec: MemorySpec, user_id: str) -> str:
+    """The user's cell id: fixed for memories on PostgreSQL, fresh for the others."""
+    safe = re.sub(r"[^A-Za-z0-9]+", "-", spec.label).strip("-")
+    base = f"serve-{safe}-{user_id}"
+    return base if on_postgres(spec) else f"{base}-{uuid.uuid4().hex[:12]}"
+
+
+def _plain(value: Any) -> Any:
+    """A snapshot as JSON-safe data (anything unusual as its text)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def _persisted(memory: Any) -> tuple[Any, list[str], list[tuple[str, ...]]] | None:
+    """(persistence, thread ids, Store namespaces) of a memory that keeps state on a server."""
+    from memory_lab.memories.lg_store import StoreMemory
+    from memory_lab.memories.lg_thread import ThreadMemory
+
+    if isinstance(memory, StoreMemory):
+        return memory.persistence, [memory.thread.thread_id(SESSION)], [(memory.user_id,)]
+    if isinstance(memory, ThreadMemory):
+        return memory.persistence, [memory.thread_id(SESSION)], []
+    return None
+
+
+class UserMemory:
+    """One user's memory of one served spec, and what was said to it in this process."""
+
+    def __init__(self, spec: MemorySpec, user_id: str, models: RunModels):
+        self.spec = spec
+        self.user_id = user_id
+        dialogue = Dialogue(
+            id=f"chat-{user_id}",
+            title=f"chat with {user_id}",
+            language="en",
+            tags=(),
+            sessions=(),
+            probes=(),
+            source="memory-lab serve",
+            content_hash="",
+        )
+        with quiet_classic_deprecations():
+            self.cell = Cell(spec, dialogue, models, cell_id=cell_id(spec, user_id))
+        self.transcript: list[tuple[str, str]] = []
+        self.last_message = ""
+
+    def chat(self, message: str) -> dict[str, Any]:
+        """Answer ``message`` with this memory's context, save the exchange; the turn's view."""
+        n = len(self.transcript)
+        tag = uuid.uuid4().hex[:10]  # ids unique across restarts: a thread keeps messages by id
+        ex = Exchange(n, message, "", f"u{n + 1}-{tag}", (f"a{n + 1}-{tag}",), SESSION, None)
+        with quiet_classic_deprecations():
+            record = self.cell.replay_exchange(ex)[0]
+            prompt_context = self.cell.view.context
+        reply = record.reply or ""
+        self.transcript.append((message, reply))
+        self.last_message = message
+        return {
+            "memory": self.spec.label,
+            "turn": len(self.transcript),
+            "reply": reply,
+            "prompt_context": prompt_context,
+            "tokens": {
+                "context": record.context_tokens,
+                "prompt": record.prompt_tokens,
+                "completion": record.completion_tokens,
+                "memory": record.memory_tokens,
+            },
+            "truncated": record.truncated,
+            "seconds": round(record.seconds, 4),
+            "state": self.state(message),
+        }
+
+    def state(self, query: str | None = None) -> dict[str, Any]:
+        """What the memory holds now and the context it would give for ``query`` (default: the
+        last message this process saw; for the memory alone nothing is saved or charged)."""
+        query = self.last_message if query is None else query
+        cell = self.cell
+        with quiet_classic_deprecations():
+            cell.at(Exchange(0, query, "", None, (), SESSION, None))
+            context = cell.memory_context(query)
+            recall = cell.view.recall
+            snapshot = _plain(cell.snapshot())
+            cell.maintenance()  # what looking cost is not charged to the next turn
+        items = [{"kind": i.kind, "text": i.text} for i in (recall.items if recall else ())]
+        return {
+            "memory": self.spec.label,
+            "query": query,
+            "context": context,
+            "context_tokens": count_tokens(context),
+            "items": items,
+            "summary": snapshot.get("summary") if isinstance(snapshot, dict) else None,
+            "facts": snapshot.get("facts") if isinstance(snapshot, dict) else None,
+            "snapshot": snapshot,
+            "turns": len(self.transcript),
+        }
+
+    def forget(self) -> None:
+        """Delete what the memory keeps, on its server too, and release it."""
+        held = _persisted(self.cell.memory)
+        if held is not None:
+            persistence, threads, namespaces = held
+            persistence.keep = False
+            persistence.forget(threads, namespaces)
+        self.cell.close()
+
+    def close(self) -> None:
+        """Release the memory; what it keeps on a server stays (``keep``)."""
+        self.cell.close()
+
+
+def transcript_dialogue(user_id: str, memory: str, transcript: list[tuple[str, str]]) -> str:
+    """The conversation as a format v1 dialogue file (no probes yet: the user adds them)."""
+    if not transcript:
+        raise RequestError(404, f"user {user_id!r} has said nothing to memory {memory!r} yet")
+    turns: list[dict[str, str]] = []
+    for message, reply in transcript:
+        turns.append({"user": message})
+        if reply.strip():
+            turns.append({"assistant": reply})
+    did = "chat-" + re.sub(r"[^a-z0-9]+", "-", user_id.lower()).strip("-")
+    doc = {
+        "format": FORMAT,
+        "id": did,
+        "title": f"{user_id} chatting with {memory} (memory-lab serve)",
+        "language": "en",
+        "tags": ["serve"],
+        "sessions": [{"id": "s1", "turns": turns}],
+        "probes": [],
+    }
+    _, problems = parse_documents([doc], f"{did}.yaml")
+    if problems:  # what the server writes must load
+        raise RequestError(500, f"the transcript is not a valid dialogue: {problems[0]}")
+    head = (
+        f"# Saved by memory-lab serve: {len(transcript)} message(s) to memory {memory}.\n"
+        "# Add probes (id, after: a turn id such as s1.t3, question, answers, category), then\n"
+        "# run it: memory-lab run --dialogues THIS_FILE\n"
+    )
+    return head + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
+
+
+class Chats:
+    """Every user's memories, made on a user's first request; one request per user at a time."""
+
+    def __init__(self, specs: list[MemorySpec], models: RunModels, max_users: int):
+        self.specs = {s.label: s for s in specs}
+        self.models = models
+        self.max_users = max_users
+        self._users: dict[str, dict[str, UserMemory]] = {}
+        # a user's requests one at a time; a fixed number of locks, whatever users come
+        self._locks = [threading.Lock() for _ in range(LOCK_STRIPES)]
+        self._lock = threading.Lock()
+
+    def labels(self) -> list[str]:
+        return list(self.specs)
+
+    def chosen(self, memory: str | None) -> list[str]:
+        """The served labels a request names (all of them when it names none)."""
+        if memory is None:
+            return self.labels()
+        if memory not in self.specs:
+            raise RequestError(
+                404, f"memory {memory!r} is not served here (served: {', '.join(self.specs)})"
+            )
+        return [memory]
+
+    @contextmanager
+    def user(self, user_id: str, create: bool = True) -> Iterator[dict[str, UserMemory]]:
+        """The user's memories by label (made where missing), held for this request alone."""
+        with self._locks[zlib.crc32(user_id.encode()) % LOCK_STRIPES]:
+            with self._lock:
+                memories = self._users.get(user_id)
+                if memories is None and create:
+                    if len(self._users) >= self.max_users:
+                        raise RequestError(
+                            503,
+                            f"the server holds memories for {self.max_users} users, the most "
+                            "it may (--max-users); DELETE /memory/{user_id} frees one",
+                        )
+                    memories = self._users[user_id] = {}
+            if memories is None:
+                yield {}
+                return
+            try:
+                for label, spec in self.specs.items():
+                    if label not in memories:
+                        memories[label] = UserMemory(spec, user_id, self.models)
+            finally:
+                if not memories:
+                    with self._lock:
+                        self._users.pop(user_id, None)
+            yield memories
+
+    def chat(self, user_id: str, message: str, memory: str | None = None) -> list[dict]:
+        labels = self.chosen(memory)
+        with self.user(user_id) as memories:
+            return [memories[label].chat(message) for label in labels]
+
+    def view(self, user_id: str, memory: str | None = None, query: str | None = None) -> list:
+        labels = self.chosen(memory)
+        with self.user(user_id) as memories:
+            return [memories[label].state(query) for label in labels]
+
+    def delete(self, user_id: str, memory: str | None = None) -> list[str]:
+        """Forget the user's memories (all, or one): on their servers too. The labels forgotten."""
+        labels = self.chosen(memory)
+        with self.user(user_id) as memories:
+            for label in labels:
+                memories.pop(label).forget()
+            if not memories:
+                with self._lock:
+                    self._users.pop(user_id, None)
+        return labels  # a later request makes the user's memories afresh
+
+    def dialogue(self, user_id: str, memory: str | None = None) -> str:
+        label = self.chosen(memory)[0]
+        with self.user(user_id, create=False) as memories:
+            held = memories.get(label)
+            return transcript_dialogue(user_id, label, held.transcript if held else [])
+
+    def close(self) -> None:
+        """Release every memory (state kept on servers stays there)."""
+        with self._lock:
+            users, self._users = self._users, {}
+        error: BaseException | None = None
+        for memories in users.values():
+            for held in memories.values():
+                try:
+                    held.close()
+                except Exception as exc:  # noqa: BLE001 - the rest are closed first
+                    error = error or exc
+        if error is not None:
+            raise error

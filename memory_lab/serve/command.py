@@ -1,0 +1,161 @@
+"""``memory-lab serve``: its options, and starting uvicorn on 127.0.0.1 (imports kept light)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import socket
+import sys
+
+HOST = "127.0.0.1"  # loopback only: the service has no authentication
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    serve = sub.add_parser(
+        "serve", help="a chat service over memories on 127.0.0.1, with a browser playground"
+    )
+    serve.add_argument(
+        "--memory",
+        action="append",
+        metavar="SPEC",
+        help="a memory spec to serve, e.g. buffer or thread:saver=postgres (repeat for "
+        "several, shown side by side in the playground; default: buffer)",
+    )
+    serve.add_argument(
+        "--port", type=int, default=8765, help="port on 127.0.0.1 (0: a free one; default 8765)"
+    )
+    serve.add_argument("--llm", default="offline", help="answering model (default: offline)")
+    serve.add_argument(
+        "--memory-llm", default="offline", help="LLM inside memories (default: offline)"
+    )
+    serve.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="ROLE=MODEL",
+        help="model for a memory model role, e.g. extractor=openai:gpt-4o-mini",
+    )
+    serve.add_argument(
+        "--embeddings", default="offline", help="embeddings for memories (default: offline)"
+    )
+    serve.add_argument(
+        "--base-url", help="OpenAI-compatible server for openai: models (or OPENAI_BASE_URL)"
+    )
+    serve.add_argument(
+        "--resource",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a resource for memories, e.g. postgres=postgresql://... (or MEMORY_LAB_NAME)",
+    )
+    serve.add_argument(
+        "--request-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="a provider request that takes longer fails (default 60)",
+    )
+    serve.add_argument(
+        "--max-message-chars",
+        type=int,
+        default=4000,
+        metavar="N",
+        help="longest message accepted (default 4000)",
+    )
+    serve.add_argument(
+        "--rate",
+        type=int,
+        default=60,
+        metavar="N",
+        help="requests per user per minute (default 60)",
+    )
+    serve.add_argument(
+        "--max-users", type=int, default=1000, metavar="N", help="users held at once (default 1000)"
+    )
+    serve.add_argument(
+        "--log-messages",
+        action="store_true",
+        help="also log message and reply texts (by default logs hold no text users typed)",
+    )
+    serve.set_defaults(func=run)
+
+
+def settings_from(args: argparse.Namespace) -> object:
+    """The ServeSettings the options describe, after every memory's preflight."""
+    import os
+
+    from memory_lab.benchmark import resolve_memories
+    from memory_lab.cli import _pairs
+    from memory_lab.config import RunConfig
+    from memory_lab.memories.registry import preflight_memories
+    from memory_lab.models.providers import check_provider
+    from memory_lab.runner import RunModels
+    from memory_lab.serve.guard import Limits
+
+    try:
+        from memory_lab.serve.app import ServeSettings
+    except ImportError as exc:
+        raise ValueError(
+            f"memory-lab serve needs FastAPI and uvicorn ({exc.name} is missing): "
+            "pip install 'memory-lab[serve]'"
+        ) from None
+    if not 0 <= args.port <= 65535:
+        raise ValueError(f"--port must be between 0 and 65535, got {args.port}")
+    limits = Limits(
+        max_message_chars=args.max_message_chars, rate=args.rate, max_users=args.max_users
+    )
+    config = RunConfig(
+        llm=args.llm,
+        memory_llm=args.memory_llm,
+        roles=_pairs(args.model, "--model"),
+        embeddings=args.embeddings,
+        base_url=args.base_url,
+        mode="live",
+        cache=False,
+        request_timeout=args.request_timeout,
+    )
+    for spec in config.model_specs():
+        check_provider(spec, config.base_url)
+    os.environ["MEMORY_LAB_REQUEST_TIMEOUT"] = str(config.request_timeout)
+    specs = resolve_memories(args.memory or ["buffer"])
+    resources = _pairs(args.resource, "--resource")
+    preflight_memories(specs, resources)  # an unreachable server fails here, in one line
+    models = RunModels.create(config, resources=resources)
+    return ServeSettings(specs, models, limits, log_messages=args.log_messages)
+
+
+def listening_socket(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((HOST, port))
+    except OSError as exc:
+        sock.close()
+        raise ValueError(f"--port {port}: cannot listen on {HOST}: {exc.strerror}") from None
+    sock.listen(128)
+    return sock
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from memory_lab.serve.app import create_app
+
+    settings = settings_from(args)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    sock = listening_socket(args.port)
+    port = sock.getsockname()[1]
+    labels = ", ".join(s.label for s in settings.memories)
+    print(f"memory-lab serve: http://{HOST}:{port}/ (playground) serving {labels}", flush=True)
+    config = uvicorn.Config(create_app(settings), access_log=False, log_level="info")
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass  # uvicorn stopped on the signal, then raised it again
+    finally:
+        sock.close()
+    if not server.started:  # the lifespan failed (uvicorn logged why)
+        raise ValueError("the server did not start; see the log above")
+    print("memory-lab serve: stopped", file=sys.stderr, flush=True)
+    return 0

@@ -1,0 +1,99 @@
+"""What a request may carry: user ids, message sizes, request rates per user, body sizes."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+
+USER_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?")
+USER_ID_RULE = "1-64 letters, digits, '-' or '_', starting and ending with a letter or digit"
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+class RequestError(Exception):
+    """A request the server refuses: the HTTP status and a one-line message for the client."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers or {}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The server's bounds (each an option of ``memory-lab serve``)."""
+
+    max_message_chars: int = 4000
+    rate: int = 60  # requests per user per ``rate_window`` seconds
+    rate_window: float = 60.0
+    max_users: int = 1000
+
+    @property
+    def max_body_bytes(self) -> int:
+        """A chat body: the message (4 bytes a character at most, JSON-escaped) and a label."""
+        return 6 * self.max_message_chars + 4096
+
+    def __post_init__(self) -> None:
+        for name in ("max_message_chars", "rate", "max_users"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
+        if not self.rate_window > 0:
+            raise ValueError("the rate window must be a positive number of seconds")
+
+
+def check_user_id(user_id: str) -> str:
+    if not USER_ID.fullmatch(user_id):
+        shown = user_id if len(user_id) <= 70 else user_id[:67] + "..."
+        raise RequestError(400, f"user id {shown!r} is not valid: {USER_ID_RULE}")
+    return user_id
+
+
+def check_message(message: str, limits: Limits, what: str = "message") -> str:
+    if len(message) > limits.max_message_chars:
+        raise RequestError(
+            413,
+            f"{what} is {len(message)} characters; the limit is {limits.max_message_chars} "
+            "(--max-message-chars)",
+        )
+    if not message.strip():
+        raise RequestError(422, f"{what} must not be empty")
+    if _CONTROL.search(message):
+        raise RequestError(422, f"{what} holds control characters (only tab and newline may be)")
+    return message
+
+
+class RateLimiter:
+    """At most ``rate`` requests per user in any ``window`` seconds (a sliding window)."""
+
+    def __init__(self, rate: int, window: float, clock=time.monotonic):
+        self.rate = rate
+        self.window = window
+        self.clock = clock
+        self._seen: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def check(self, user_id: str) -> None:
+        """Count one request by ``user_id``; RequestError 429 when over the rate."""
+        now = self.clock()
+        with self._lock:
+            times = self._seen.setdefault(user_id, deque())
+            while times and times[0] <= now - self.window:
+                times.popleft()
+            if len(times) >= self.rate:
+                wait = max(1, int(times[0] + self.window - now + 0.999))
+                raise RequestError(
+                    429,
+                    f"user {user_id!r} sent {self.rate} requests in {self.window:g} seconds, "
+                    f"the most allowed (--rate); retry in {wait} s",
+                    {"Retry-After": str(wait)},
+                )
+            times.append(now)
+            if len(self._seen) > 10_000:  # forget users idle for a whole window
+                for uid in [
+                    u for u, t in self._seen.items() if not t or t[-1] <= now - self.window
+                ]:
+                    del self._seen[uid]

@@ -1,0 +1,261 @@
+"""``memory-lab serve`` through a real HTTP client against uvicorn on loopback (offline models)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import psycopg
+import pytest
+import yaml
+
+from memory_lab.config import RunConfig
+from memory_lab.dialogue import parse_documents
+from memory_lab.runner import RunModels
+from memory_lab.serve.guard import Limits
+
+from ..models.openai_mock import CHAT_USAGE, OpenAIMock
+
+
+def client(url: str) -> httpx.Client:
+    return httpx.Client(base_url=url, timeout=120)
+
+
+def by_memory(body: dict) -> dict[str, dict]:
+    return {m["memory"]: m for m in body["memories"]}
+
+
+def test_chat_snapshot_and_delete(serve):
+    with serve(["buffer", "window:k=1"]) as url, client(url) as http:
+        first = http.post("/chat/alice", json={"message": "My sister is called Ingrid."})
+        assert first.status_code == 200, first.text
+        assert first.json()["reply"]  # the offline reader answered
+        turn = by_memory(first.json())["buffer"]
+        assert turn["prompt_context"] == ""  # nothing was remembered before the first message
+        assert turn["tokens"]["prompt"] > 0 and turn["tokens"]["completion"] > 0
+        assert "Ingrid" in turn["state"]["context"]  # saved after the reply
+        second = http.post("/chat/alice", json={"message": "I keep bees on the roof."}).json()
+        views = by_memory(second)
+        assert "Ingrid" in views["buffer"]["prompt_context"]
+        assert views["buffer"]["tokens"]["context"] > 0
+        # the window of one exchange has let the first one go; the buffer has not
+        assert "Ingrid" not in views["window:k=1"]["state"]["context"]
+        assert "Ingrid" in views["buffer"]["state"]["context"]
+
+        snap = http.get("/memory/alice").json()
+        memories = by_memory(snap)
+        assert memories["buffer"]["snapshot"]["messages"] == 4
+        assert "bees" in memories["window:k=1"]["context"]
+        one = http.get("/memory/alice", params={"memory": "window:k=1"}).json()
+        assert [m["memory"] for m in one["memories"]] == ["window:k=1"]
+
+        # another user shares nothing with alice
+        bob = by_memory(http.get("/memory/bob").json())
+        assert bob["buffer"]["context"] == "" and bob["buffer"]["snapshot"]["messages"] == 0
+
+        gone = http.delete("/memory/alice")
+        assert gone.status_code == 200 and gone.json()["forgotten"] == ["buffer", "window:k=1"]
+        after = by_memory(http.get("/memory/alice").json())
+        assert after["buffer"]["context"] == "" and after["buffer"]["snapshot"]["messages"] == 0
+
+
+def test_chat_with_one_memory_and_save_as_dialogue(serve):
+    with serve(["buffer", "window:k=1"]) as url, client(url) as http:
+        said = ["I moved to Lyon in May.", "My cat is called Mochi.", "I work nights."]
+        for message in said:
+            body = http.post("/chat/carol_1", json={"message": message, "memory": "buffer"})
+            assert [m["memory"] for m in body.json()["memories"]] == ["buffer"]
+        saved = http.get("/dialogue/carol_1", params={"memory": "buffer"})
+        assert saved.status_code == 200
+        assert saved.headers["content-type"].startswith("application/yaml")
+        assert 'filename="chat-carol_1.yaml"' in saved.headers["content-disposition"]
+        dialogues, problems = parse_documents(list(yaml.safe_load_all(saved.text)), "saved.yaml")
+        assert not problems
+        (dialogue,) = dialogues
+        users = [t.text for t in dialogue.turns if t.role == "user"]
+        assert users == said and dialogue.probes == ()
+        assert len([t for t in dialogue.turns if t.role == "assistant"]) == 3
+        # the window memory was not spoken to: nothing to save
+        empty = http.get("/dialogue/carol_1", params={"memory": "window:k=1"})
+        assert empty.status_code == 404 and "said nothing" in empty.json()["error"]
+
+
+def test_bad_inputs_are_json_errors(serve):
+    limits = Limits(max_message_chars=200, rate=6, rate_window=60)
+    with serve(["buffer"], limits=limits) as url, client(url) as http:
+
+        def error(response, status: int) -> str:
+            assert response.status_code == status, response.text
+            assert response.headers["content-type"] == "application/json"
+            return response.json()["error"]
+
+        assert "200" in error(http.post("/chat/dave", json={"message": "x" * 201}), 413)
+        raw = b'{"message": "' + b"y" * 20_000 + b'"}'  # refused before it is parsed
+        headers = {"content-type": "application/json"}
+        assert "bytes" in error(http.post("/chat/dave", content=raw, headers=headers), 413)
+        chunks = iter([raw[:8000], raw[8000:]])  # chunked: no length to read, counted as it comes
+        assert "bytes" in error(http.post("/chat/dave", content=chunks, headers=headers), 413)
+        for bad in ("has space", "-dash", "dots.are.out", "x" * 65, "é"):
+            assert "not valid" in error(http.post(f"/chat/{bad}", json={"message": "hi"}), 400)
+        unknown = error(http.post("/chat/erin", json={"message": "hi", "memory": "nope"}), 404)
+        assert "'nope' is not served here (served: buffer)" in unknown
+        assert "not served" in error(http.get("/memory/erin", params={"memory": "nope"}), 404)
+        assert "JSON" in error(http.post("/chat/erin", content=b"{", headers=headers), 422)
+        assert "message: required" in error(http.post("/chat/erin", json={}), 422)
+        assert "unknown field" in error(
+            http.post("/chat/erin", json={"message": "hi", "colour": "red"}), 422
+        )
+        assert "control" in error(http.post("/chat/erin", json={"message": "a\x00b"}), 422)
+        assert "empty" in error(http.post("/chat/erin", json={"message": "   "}), 422)
+        assert error(http.get("/no/such/route"), 404) == "no such route"
+
+        for n in range(6):  # the seventh request within the minute is refused
+            assert http.post("/chat/frank", json={"message": f"hello {n}"}).status_code == 200
+        limited = http.post("/chat/frank", json={"message": "one more"})
+        assert "--rate" in error(limited, 429)
+        assert int(limited.headers["retry-after"]) >= 1
+        assert http.get("/memory/frank").status_code == 429  # every route counts
+        assert http.get("/memory/grace").status_code == 200  # another user is not limited
+        # a refused request saved nothing
+        assert by_memory(http.get("/memory/erin").json())["buffer"]["snapshot"]["messages"] == 0
+
+
+def test_max_users(serve):
+    with serve(["buffer"], limits=Limits(max_users=2)) as url, client(url) as http:
+        assert http.get("/memory/u1").status_code == 200
+        assert http.get("/memory/u2").status_code == 200
+        full = http.get("/memory/u3")
+        assert full.status_code == 503 and "--max-users" in full.json()["error"]
+        assert http.delete("/memory/u1").status_code == 200
+        assert http.get("/memory/u3").status_code == 200
+
+
+def test_logs_hold_no_message_text_unless_asked(serve, caplog):
+    secret = "my PIN is 4471 and my code word is quartzmoth"
+    caplog.set_level(logging.INFO, logger="memory_lab.serve")
+    with serve(["buffer"]) as url, client(url) as http:
+        assert http.post("/chat/hank", json={"message": secret}).status_code == 200
+        assert http.get("/memory/hank", params={"query": "quartzmoth?"}).status_code == 200
+    assert "chat user=hank memory=buffer" in caplog.text and "GET /memory/hank 200" in caplog.text
+    assert "quartzmoth" not in caplog.text and "4471" not in caplog.text
+    caplog.clear()
+    with serve(["buffer"], log_messages=True) as url, client(url) as http:
+        assert http.post("/chat/hank", json={"message": secret}).status_code == 200
+    assert "quartzmoth" in caplog.text
+
+
+def test_concurrent_users_keep_apart(serve):
+    users = [f"user{n}" for n in range(6)]
+    with serve(["buffer"]) as url, client(url) as http:
+
+        def talk(user: str) -> None:
+            for i in range(3):
+                reply = http.post(f"/chat/{user}", json={"message": f"{user} fact {i}: kw{user}x"})
+                assert reply.status_code == 200, reply.text
+
+        with ThreadPoolExecutor(len(users)) as pool:
+            list(pool.map(talk, users))
+        for user in users:
+            context = http.get(f"/memory/{user}").json()["memories"][0]["context"]
+            assert all(f"Human: {user} fact {i}: kw{user}x" in context for i in range(3))
+            assert not [o for o in users if o != user and f"kw{o}x" in context]
+
+
+PG_MEMORIES = ["thread:saver=postgres", "store:backend=postgres,search=recent"]
+
+
+def thread_rows(url: str, thread_id: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM checkpoints WHERE thread_id = %s", (thread_id,)
+        ).fetchone()
+        return row[0]
+
+
+def test_postgres_state_survives_a_restart_until_deleted(serve, postgres_url):
+    user = f"pg-{uuid.uuid4().hex[:8]}"
+    pg = {"postgres": postgres_url}
+    thread_id = f"serve-thread-saver-postgres-{user}"
+    with serve(PG_MEMORIES, resources=pg) as url, client(url) as http:
+        for message in ("My sister is called Ingrid.", "I keep bees on the roof."):
+            assert http.post(f"/chat/{user}", json={"message": message}).status_code == 200
+        before = by_memory(http.get(f"/memory/{user}").json())
+    assert thread_rows(postgres_url, thread_id) > 0  # the server stopped; the thread stayed
+
+    with serve(PG_MEMORIES, resources=pg) as url, client(url) as http:  # a new server
+        after = by_memory(http.get(f"/memory/{user}").json())
+        for label in PG_MEMORIES:
+            assert "Ingrid" in after[label]["context"] and "bees" in after[label]["context"]
+        assert after["thread:saver=postgres"]["snapshot"]["thread_id"] == thread_id
+        assert after["thread:saver=postgres"]["snapshot"]["messages"] == 4
+        facts = after[PG_MEMORIES[1]]["snapshot"]["facts"]
+        assert facts == before[PG_MEMORIES[1]]["snapshot"]["facts"]
+        assert any("Ingrid" in v for v in facts.values())
+        # the reply's prompt after the restart holds what was said before it
+        turn = by_memory(http.post(f"/chat/{user}", json={"message": "Who is Ingrid?"}).json())
+        for label in PG_MEMORIES:
+            assert "My sister is called Ingrid." in turn[label]["prompt_context"]
+        assert http.delete(f"/memory/{user}").status_code == 200
+        assert thread_rows(postgres_url, thread_id) == 0
+        gone = by_memory(http.get(f"/memory/{user}").json())
+        assert gone[PG_MEMORIES[1]]["snapshot"]["facts"] == {}
+
+    with serve(PG_MEMORIES, resources=pg) as url, client(url) as http:  # and stays deleted
+        again = by_memory(http.get(f"/memory/{user}").json())
+        for label in PG_MEMORIES:
+            assert again[label]["context"] == ""
+
+
+def test_keep_false_forgets_at_stop(serve, postgres_url):
+    user = f"pg-{uuid.uuid4().hex[:8]}"
+    spec = "thread:keep=false,saver=postgres"
+    with serve([spec], resources={"postgres": postgres_url}) as url, client(url) as http:
+        assert http.post(f"/chat/{user}", json={"message": "Note this."}).status_code == 200
+        thread_id = http.get(f"/memory/{user}").json()["memories"][0]["snapshot"]["thread_id"]
+        assert thread_rows(postgres_url, thread_id) > 0
+    assert thread_rows(postgres_url, thread_id) == 0
+
+
+def test_a_provider_answers_with_the_memory_in_its_prompt(serve, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-serve-0123456789")
+    monkeypatch.setenv("MEMORY_LAB_MAX_RETRIES", "0")
+    with OpenAIMock() as mock:
+        config = RunConfig(
+            llm="openai:gpt-4o-mini", base_url=mock.base_url, mode="live", cache=False
+        )
+        models = RunModels.create(config)
+        with serve(["buffer"], models=models) as url, client(url) as http:
+            http.post("/chat/kim", json={"message": "My bike is a green Brompton."})
+            second = http.post("/chat/kim", json={"message": "What bike do I ride?"}).json()
+    turn = second["memories"][0]
+    assert second["reply"] == mock.reply
+    assert turn["tokens"]["prompt"] == CHAT_USAGE["prompt_tokens"]  # the provider's own count
+    chats = [r["body"] for r in mock.requests if r["kind"] == "chat"]
+    assert len(chats) == 2
+    prompt = json.dumps(chats[-1]["messages"])
+    assert "green Brompton" in prompt and "What bike do I ride?" in prompt
+
+
+def test_cli_refuses_bad_options_in_one_line(capsys):
+    from memory_lab.cli import main
+
+    assert main(["serve", "--memory", "nope"]) == 2
+    assert "unknown memory 'nope'" in capsys.readouterr().err
+    assert main(["serve", "--port", "70000"]) == 2
+    assert "--port must be between 0 and 65535" in capsys.readouterr().err
+    assert main(["serve", "--rate", "0"]) == 2
+    assert "--rate must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spec", ["thread:saver=postgres"])
+def test_cli_names_an_unreachable_postgres(spec, capsys, monkeypatch):
+    from memory_lab.cli import main
+
+    monkeypatch.delenv("MEMORY_LAB_POSTGRES", raising=False)
+    url = "postgresql://nobody:hunter2@127.0.0.1:1/none"
+    assert main(["serve", "--memory", spec, "--resource", f"postgres={url}"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach PostgreSQL at 127.0.0.1:1/none" in err and "hunter2" not in err
