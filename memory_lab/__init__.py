@@ -1,32 +1,46 @@
-"""memory-lab: compare conversational memory strategies for LLM chatbots, offline by default."""
+"""memory-lab: compare conversational memory strategies for LLM chatbots, offline by default.
 
-from memory_lab.benchmark import resolve_memories, run_benchmark
-from memory_lab.config import RunConfig
-from memory_lab.dialogue import (
-    Dialogue,
-    DialogueError,
-    Probe,
-    Session,
-    Turn,
-)
-from memory_lab.inspector import MemoryView, inspect_memory
-from memory_lab.memories import (
-    Exchange,
-    Item,
-    Memory,
-    MemoryResources,
-    Query,
-    Recall,
-    SessionInfo,
-    TextMemory,
-    build_memory,
-    memory_factories,
-    parse_memory_spec,
-    register_memory,
-)
-from memory_lab.results import Results, read_results, summarize
-from memory_lab.runner import RunModels, replay_dialogue
-from memory_lab.sources import load_dialogues, validate
+The names below are imported on first use (PEP 562), so ``import memory_lab`` (or writing a
+memory against ``memory_lab.memories``) loads nothing heavy: the benchmark's pandas, tqdm and
+executors come only with ``run_benchmark``, ``read_results`` and the like.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "resolve_memories": "memory_lab.benchmark",
+    "run_benchmark": "memory_lab.benchmark",
+    "RunConfig": "memory_lab.config",
+    "Dialogue": "memory_lab.dialogue",
+    "DialogueError": "memory_lab.dialogue",
+    "Probe": "memory_lab.dialogue",
+    "Session": "memory_lab.dialogue",
+    "Turn": "memory_lab.dialogue",
+    "MemoryView": "memory_lab.inspector",
+    "inspect_memory": "memory_lab.inspector",
+    "Exchange": "memory_lab.memories",
+    "Item": "memory_lab.memories",
+    "Memory": "memory_lab.memories",
+    "MemoryResources": "memory_lab.memories",
+    "Query": "memory_lab.memories",
+    "Recall": "memory_lab.memories",
+    "SessionInfo": "memory_lab.memories",
+    "TextMemory": "memory_lab.memories",
+    "build_memory": "memory_lab.memories",
+    "memory_factories": "memory_lab.memories",
+    "parse_memory_spec": "memory_lab.memories",
+    "register_memory": "memory_lab.memories",
+    "Results": "memory_lab.results",
+    "read_results": "memory_lab.results",
+    "summarize": "memory_lab.results",
+    "RunModels": "memory_lab.runner",
+    "replay_dialogue": "memory_lab.runner",
+    "load_dialogues": "memory_lab.sources",
+    "validate": "memory_lab.sources",
+}
 
 __all__ = [
     "Dialogue",
@@ -39,11 +53,11 @@ __all__ = [
     "Probe",
     "Query",
     "Recall",
-    "RunConfig",
-    "SessionInfo",
     "Results",
+    "RunConfig",
     "RunModels",
     "Session",
+    "SessionInfo",
     "TextMemory",
     "Turn",
     "build_memory",
@@ -59,3 +73,41 @@ __all__ = [
     "summarize",
     "validate",
 ]
+assert set(__all__) == set(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memory_lab' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # the next access is a plain lookup
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
+
+if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
+    from memory_lab.benchmark import resolve_memories, run_benchmark
+    from memory_lab.config import RunConfig
+    from memory_lab.dialogue import Dialogue, DialogueError, Probe, Session, Turn
+    from memory_lab.inspector import MemoryView, inspect_memory
+    from memory_lab.memories import (
+        Exchange,
+        Item,
+        Memory,
+        MemoryResources,
+        Query,
+        Recall,
+        SessionInfo,
+        TextMemory,
+        build_memory,
+        memory_factories,
+        parse_memory_spec,
+        register_memory,
+    )
+    from memory_lab.results import Results, read_results, summarize
+    from memory_lab.runner import RunModels, replay_dialogue
+    from memory_lab.sources import load_dialogues, validate
