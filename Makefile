@@ -7,8 +7,9 @@ PYTHON ?= python3
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup bench test lint lock clean
+.PHONY: setup bench test lint docs lock clean
 
 # Every install is pinned by constraints.txt (`make lock` rewrites it). torch is installed first,
 # on its own: any other route pulls a multi-GB CUDA build.
@@ -29,6 +30,11 @@ test: setup
 
 lint: setup
 	$(VENV)/bin/ruff check memory_lab tests benchmarks
+
+# The documentation site (docs/, mkdocs.yml) into build/site: strict, so a broken link or a
+# warning fails; nothing is fetched (no web fonts, no CDN). Open build/site/index.html.
+docs: setup
+	$(VENV)/bin/mkdocs build --strict --quiet
 
 # Re-pin every install: resolve pyproject.toml afresh in a scratch venv and freeze it.
 LOCK_VENV := build/lock-venv

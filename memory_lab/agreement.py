@@ -1,7 +1,7 @@
 """How far two graders agree, and what several runs of one grader say: Cohen's kappa, the
 majority verdict of repeated runs, and the mean and standard deviation over runs.
 
-Conventions, stated once here and in the README:
+Conventions, stated once here and in docs/metrics.md:
 
 - ``cohen_kappa(a, b)`` is Cohen's (1960) kappa of two binary labellings of the same items,
   ``(p_o - p_e) / (1 - p_e)`` with ``p_e`` from each labelling's own label shares. It is

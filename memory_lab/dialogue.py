@@ -1,4 +1,4 @@
-"""Dialogue format v1 (DESIGN.md section 3): data objects, loading and validation.
+"""Dialogue format v1 (docs/dialogues.md): data objects, loading and validation.
 
 A file either loads completely or not at all: every problem in it is collected and reported
 together, each naming the file, the dialogue id and the field.

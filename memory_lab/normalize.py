@@ -1,8 +1,8 @@
 """Answer normalisation and matching shared by validation and scoring.
 
-Normalisation follows DESIGN.md section 6: Unicode NFKC, casefold, punctuation folded to spaces,
-whitespace collapsed; a decimal ("1.9") stays one token and thousands separators are dropped
-("19,000" -> "19000").
+Normalisation (docs/metrics.md, "Matching an answer"): Unicode NFKC, casefold, punctuation
+folded to spaces, whitespace collapsed; a decimal ("1.9") stays one token and thousands
+separators are dropped ("19,000" -> "19000").
 
 Matching works on a further canonical form of both texts, where numbers are written as digits:
 number words ("twelve", "twenty-one", "two hundred") and Korean native numbers before a counter

@@ -1,4 +1,4 @@
-"""Replay one dialogue through one memory (DESIGN.md section 4) and emit records as they happen.
+"""Replay one dialogue through one memory (docs/concepts.md) and emit records as they happen.
 
 Every cell gets a fresh memory and one ``ConversationChain`` with the shared prompt. User turns are
 teacher-forced: the runner records the prompt the chat model *would* receive, then hands the

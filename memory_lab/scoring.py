@@ -1,4 +1,4 @@
-"""Probe scoring (DESIGN.md section 6): correctness, answer in context, evidence recall.
+"""Probe scoring (docs/metrics.md): correctness, answer in context, evidence recall.
 
 Evidence recall is the reader-independent retrieval figure: the share of a probe's evidence
 turns that the memory's context carries. A turn is *carried* when the memory reported it as a

@@ -1,4 +1,4 @@
-"""Foreign datasets -> dialogue documents of format v1 (DESIGN.md section 3).
+"""Foreign datasets -> dialogue documents of format v1 (docs/dialogues.md, docs/importers.md).
 
 An importer is one function ``(path, budget=..., **options) -> ImportResult`` (``budget``: the
 ``ReadBudget`` its reads draw on): plain dialogue dicts (the same shape as our YAML, so
