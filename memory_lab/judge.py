@@ -32,11 +32,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.prompts import PromptTemplate
 
-from memory_lab.agreement import majority_vote
 from memory_lab.models.offline_base import OfflineChatModel
 from memory_lab.models.tokens import count_tokens
 from memory_lab.normalize import find_any
 from memory_lab.scoring import is_abstention
+from memory_lab.stats import majority_vote
 
 BUILTIN = "builtin"  # names the built-in prompt in --judge-prompt and in run.json
 BUILTIN_FILE = "memory_lab/data/judge_prompt.txt"

@@ -26,48 +26,9 @@ from memory_lab.results import (
     summarize,
     summarize_by_category,
 )
-from memory_lab.scoring import wilson_interval
+from memory_lab.stats import holm, mcnemar_exact, paired_difference_ci
 
 REPORT_FILE = "report.html"
-
-
-def mcnemar_exact(b: int, c: int) -> float:
-    """Exact McNemar p-value: two-sided binomial test of ``b`` vs ``c`` discordant pairs, p=1/2."""
-    n = b + c
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1))
-    return min(1.0, 2 * tail / 2**n)
-
-
-def paired_difference_ci(a: int, b: int, c: int, d: int) -> tuple[float, float]:
-    """95% Newcombe (1998, method 10) interval for p1 - p2 from a paired 2x2 table.
-
-    ``a`` both correct, ``b`` only the first, ``c`` only the second, ``d`` neither.
-    """
-    n = a + b + c + d
-    if n == 0:
-        return (math.nan, math.nan)
-    p1, p2 = (a + b) / n, (a + c) / n
-    l1, u1 = wilson_interval(a + b, n)
-    l2, u2 = wilson_interval(a + c, n)
-    margins = (a + b) * (c + d) * (a + c) * (b + d)
-    phi = (a * d - b * c) / math.sqrt(margins) if margins else 0.0
-    diff = p1 - p2
-    lower = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
-    upper = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
-    return (max(-1.0, diff - lower), min(1.0, diff + upper))
-
-
-def holm(pvalues: list[float]) -> list[float]:
-    """Holm-Bonferroni adjusted p-values, in the input order."""
-    order = sorted(range(len(pvalues)), key=pvalues.__getitem__)
-    adjusted = [1.0] * len(pvalues)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(pvalues) - rank) * pvalues[i]))
-        adjusted[i] = running
-    return adjusted
 
 
 def paired_comparison(results: Results) -> pd.DataFrame:

@@ -20,7 +20,7 @@ from memory_lab.rank_scores import RANK_SCORES
 from memory_lab.record_log import ended_cells
 from memory_lab.records import RECORD_TYPES
 from memory_lab.redact import redact_value
-from memory_lab.scoring import wilson_interval
+from memory_lab.stats import wilson_interval
 
 RUN_FILE = "run.json"
 RECORDS_FILE = "records.jsonl"
@@ -552,11 +552,11 @@ def judge_metrics(probes: pd.DataFrame) -> pd.DataFrame:
     ``judge_kappa`` (Cohen's kappa of its majority verdict against string match) and
     ``disagreement_rate`` (the share where they differ); for a prompt ``pK`` after it, the same
     columns suffixed ``_pK`` and ``judge_kappa_p1_pK`` (kappa of the two majority verdicts).
-    Kappa is nan where undefined (see ``agreement.py``). ``judge_runs`` is the runs per prompt,
+    Kappa is nan where undefined (see ``stats.py``). ``judge_runs`` is the runs per prompt,
     ``judge_unparseable`` the calls whose verdict could not be read, ``judge_tokens`` the judge's
     input and output tokens over every call (abstention probes included).
     """
-    from memory_lab.agreement import cohen_kappa, majority_vote, mean_sd
+    from memory_lab.stats import cohen_kappa, majority_vote, mean_sd
 
     rows = []
     for memory, group in probes.groupby("memory", sort=False):

@@ -10,7 +10,6 @@ that keeps the sentence holding the fact carries the turn; one that keeps only i
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -114,14 +113,3 @@ def evidence_recall(
     reported = set(recalled_ids)
     carried = sum(1 for tid, text in evidence.items() if tid in reported or index.carries(text))
     return carried / len(evidence)
-
-
-def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """95% Wilson score interval for a proportion; (nan, nan) when n == 0."""
-    if n == 0:
-        return (math.nan, math.nan)
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), 1.0 if successes == n else min(1.0, centre + half))

@@ -1,7 +1,5 @@
-import math
-
 from memory_lab.dialogue import Probe
-from memory_lab.scoring import score_probe, wilson_interval
+from memory_lab.scoring import score_probe
 
 
 def probe(category="update", answers=("Busan",), stale=("Seoul",)):
@@ -24,14 +22,6 @@ def test_abstention_probes_are_correct_only_when_the_reply_abstains():
 
 def test_an_abstaining_reply_is_never_correct_for_an_answerable_probe():
     assert not score_probe(probe(), "I don't know. Busan?", "").correct
-
-
-def test_wilson_interval_matches_known_values():
-    low, high = wilson_interval(8, 10)
-    assert abs(low - 0.4902) < 1e-3 and abs(high - 0.9433) < 1e-3
-    assert wilson_interval(0, 0)[0] != wilson_interval(0, 0)[0]  # nan
-    assert wilson_interval(10, 10)[1] == 1.0
-    assert not math.isnan(wilson_interval(0, 5)[0])
 
 
 def test_evidence_recall_counts_turns_carried_verbatim_or_nearly():

@@ -1,4 +1,4 @@
-"""Cohen's kappa, the majority verdict of repeated runs, mean and sd over runs: hand-computed."""
+"""memory_lab.stats on hand-computed and reference cases: Wilson, McNemar, Newcombe, Holm, kappa."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ import statistics
 
 import pytest
 
-from memory_lab.agreement import cohen_kappa, majority_vote, mean_sd
+from memory_lab.stats import (
+    cohen_kappa,
+    holm,
+    majority_vote,
+    mcnemar_exact,
+    mean_sd,
+    paired_difference_ci,
+    wilson_interval,
+)
 
 T, F = True, False
 
@@ -69,3 +77,42 @@ def test_mean_and_sample_sd():
     one = mean_sd([0.8])
     assert one[0] == 0.8 and math.isnan(one[1])
     assert all(math.isnan(x) for x in mean_sd([]))
+
+
+def test_wilson_interval_matches_known_values():
+    low, high = wilson_interval(8, 10)
+    assert abs(low - 0.4902) < 1e-3 and abs(high - 0.9433) < 1e-3
+    assert wilson_interval(0, 0)[0] != wilson_interval(0, 0)[0]  # nan
+    assert wilson_interval(10, 10)[1] == 1.0
+    assert not math.isnan(wilson_interval(0, 5)[0])
+
+
+@pytest.mark.parametrize(
+    ("b", "c", "p"),
+    [(0, 0, 1.0), (1, 6, 0.125), (0, 5, 0.0625), (5, 4, 1.0), (2, 8, 0.109375), (6, 1, 0.125)],
+)
+def test_mcnemar_exact_known_values(b, c, p):
+    assert mcnemar_exact(b, c) == pytest.approx(p, abs=1e-12)
+
+
+def test_mcnemar_exact_matches_scipy_binomtest():
+    stats = pytest.importorskip("scipy.stats")
+    for b, c in [(10, 25), (30, 12), (3, 3), (0, 40), (17, 18)]:
+        expected = stats.binomtest(b, b + c, 0.5).pvalue
+        assert mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-9)
+
+
+def test_paired_difference_interval_contains_the_difference_and_is_antisymmetric():
+    low, high = paired_difference_ci(40, 30, 10, 20)
+    assert low < (30 - 10) / 100 < high and -1 <= low and high <= 1
+    low2, high2 = paired_difference_ci(40, 10, 30, 20)
+    assert (low2, high2) == pytest.approx((-high, -low))
+    # with many pairs it agrees with the Wald interval on paired differences
+    a, b, c, d = 400, 300, 100, 200
+    n, diff = 1000, (300 - 100) / 1000
+    half = 1.96 * ((b + c) / n - diff**2) ** 0.5 / n**0.5
+    assert paired_difference_ci(a, b, c, d) == pytest.approx((diff - half, diff + half), abs=2e-3)
+
+
+def test_holm_adjustment():
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
