@@ -9,13 +9,12 @@ The factories configure the langchain-classic classes as they are; nothing is re
 from __future__ import annotations
 
 import json
-import re
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from langchain_classic.base_memory import BaseMemory
 
+from memory_lab.memories.chroma import cell_collection, cell_vector_store  # noqa: F401 - re-exported
 from memory_lab.memories.protocol import (
     Exchange,
     Item,
@@ -171,67 +170,6 @@ def summary_buffer(res: MemoryResources, max_token_limit: int = 600) -> ClassicM
         "verbatim",
         lambda m: {"summary": m.moving_summary_buffer, **_messages(m)},
     )
-
-
-_CHROMA_LOCK = threading.Lock()
-
-
-def chroma_client() -> Any:
-    """The process's one in-memory Chroma client; cells keep apart by collection name.
-
-    Creating and releasing clients concurrently breaks Chroma's shared in-process system
-    (``--concurrency``), and one client is also cheaper. In memory and telemetry off: nothing
-    persists between runs and nothing leaves the machine.
-    """
-    global _CHROMA
-    with _CHROMA_LOCK:
-        if _CHROMA is None:
-            import chromadb
-            from chromadb.config import Settings
-
-            _CHROMA = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
-        return _CHROMA
-
-
-_CHROMA: Any = None
-
-
-def collection_name(cell_id: str, suffix: str) -> str:
-    """A Chroma collection name: 3-512 characters of [a-zA-Z0-9._-], alphanumeric at both ends."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{cell_id}-{suffix}")
-    name = re.sub(r"\.{2,}", ".", name).strip("._-")[:512].strip("._-")
-    return name if len(name) >= 3 else f"ml-{name or 'cell'}"
-
-
-def cell_collection(res: MemoryResources, suffix: str = "") -> Any:
-    """The cell's own Chroma collection (cosine space), dropped when the cell closes.
-
-    It embeds nothing itself (no embedding function: Chroma's default would download a model);
-    callers add and query with vectors from the run's metered embeddings.
-    """
-    client = chroma_client()
-    name = collection_name(res.cell_id, suffix) if suffix else res.cell_id
-    collection = client.get_or_create_collection(
-        name=name, embedding_function=None, metadata={"hnsw:space": "cosine"}
-    )
-    res.on_close(lambda: client.delete_collection(name))
-    return collection
-
-
-def cell_vector_store(res: MemoryResources) -> Any:
-    """A LangChain ``Chroma`` store over the cell's own collection, embedding with the run's
-    metered embeddings (always ours), dropped when the cell closes."""
-    from langchain_chroma import Chroma
-
-    client = chroma_client()
-    store = Chroma(
-        collection_name=res.cell_id,
-        embedding_function=res.embeddings,
-        client=client,
-        collection_metadata={"hnsw:space": "cosine"},
-    )
-    res.on_close(lambda: client.delete_collection(res.cell_id))
-    return store
 
 
 def vector(res: MemoryResources, k: int = 4) -> ClassicMemory:

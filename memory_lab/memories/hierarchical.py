@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from memory_lab.memories.classic import cell_collection
+from memory_lab.memories.chroma import cell_collection
 from memory_lab.memories.protocol import (
     Exchange,
     Item,

@@ -355,7 +355,7 @@ def hybrid(
     candidates: int = 20,
     rerank: str = "",
 ) -> HybridMemory:
-    from memory_lab.memories.classic import cell_collection
+    from memory_lab.memories.chroma import cell_collection
 
     params = dict(
         k=k,

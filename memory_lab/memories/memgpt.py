@@ -666,7 +666,7 @@ def memgpt(
     max_steps: int = 5,
     scan: int = 200,
 ) -> MemGPTMemory:
-    from memory_lab.memories.classic import cell_vector_store
+    from memory_lab.memories.chroma import cell_vector_store
 
     store = cell_vector_store(res)
     return MemGPTMemory(
