@@ -630,7 +630,7 @@ def format_judge_summary(summary: pd.DataFrame, run: dict[str, Any] | None = Non
         return "-" if x is None or pd.isna(x) else f"{100 * x:.1f}%"
 
     def num(x: Any) -> str:
-        return "-" if x is None or pd.isna(x) else f"{x:.2f}"
+        return "-" if x is None or pd.isna(x) else f"{round(x, 2) + 0.0:.2f}"  # never "-0.00"
 
     def cell(label: str, r: dict[str, Any]) -> str:
         suffix = "" if label == labels[0] else f"_{label}"
