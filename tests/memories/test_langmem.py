@@ -14,7 +14,7 @@ from memory_lab.memories.registry import preflight_memories
 from memory_lab.runner import Cell, exchanges
 
 from ..models.openai_mock import TOOL_CALL_USAGE, OpenAIMock
-from .replay import replayed
+from .replay import replayed, run_isolated
 
 
 def exchange(index: int, user: str, assistant: str = "Noted.", date: str = "2026-01-05"):
@@ -158,3 +158,8 @@ def test_langmem_prompts_reach_the_provider_metered_and_a_rerun_is_cached(
     assert again_calls == 0  # the rerun's calls all came from the cache
     rerun = read_results(outcomes[1].path).turns
     assert list(rerun["memory_output_tokens"]) == list(turns["memory_output_tokens"])
+
+
+def test_a_run_writes_nothing_outside_its_folder_and_connects_nowhere(nurse, tmp_path, monkeypatch):
+    written, remote = run_isolated("langmem", nurse, tmp_path, monkeypatch)
+    assert written == [] and remote == []
