@@ -3,8 +3,10 @@
 For each memory, per user turn: harness time, and tokens (the prompt plus the memory's own
 maintenance tokens). For bounded memories (``window``, ``summary_buffer``, ``vector``,
 ``hybrid``, ``thread`` with any policy other than ``none``, ``hierarchical``, ``profile``,
-and ``memgpt``, whose core blocks are capped and whose searches return ``k`` results, examining
-at most ``scan`` messages per word) both must stay within 1.5x each time the turn count doubles:
+``memgpt``, whose core blocks are capped and whose searches return ``k`` results, examining
+at most ``scan`` messages per word, ``rag``, which embeds only the chunks an exchange touched,
+and ``langmem``, whose manager searches ``query_limit`` memories per exchange) both must stay
+within 1.5x each time the turn count doubles:
 no quadratic work hiding in the harness, in a checkpointer, in a growing store or in a search
 index. Prints one row per (memory, turns) with the ratios to the previous length. ``--language
 ko`` replays Korean dialogues instead (``hybrid`` splits them into morphemes).
@@ -15,6 +17,7 @@ ko`` replays Korean dialogues instead (``hybrid`` splits them into morphemes).
         thread:policy=filter thread:policy=summarize,summarizer=langmem
     python benchmarks/scaling.py --memory memgpt
     python benchmarks/scaling.py --memory hierarchical profile
+    python benchmarks/scaling.py --memory rag:chunk_tokens=256,k=2 langmem
 """
 
 from __future__ import annotations

@@ -120,11 +120,12 @@ def check_postgres(
         _postgres_store(conn, None, vector).setup()
 
 
-def store_index(embeddings: Any) -> dict[str, Any] | None:
-    """The Store's semantic index over a fact's ``value``, embedded with ``embeddings``."""
+def store_index(embeddings: Any, fields: tuple[str, ...] | None = None) -> dict[str, Any] | None:
+    """The Store's semantic index over ``fields`` of an item (a fact's ``value`` by default),
+    embedded with ``embeddings``."""
     if embeddings is None:
         return None
-    return {"dims": EMBEDDING_DIMS, "embed": embeddings, "fields": [INDEXED_FIELD]}
+    return {"dims": EMBEDDING_DIMS, "embed": embeddings, "fields": list(fields or (INDEXED_FIELD,))}
 
 
 EMBEDDING_DIMS = 384  # multilingual-e5-small and all-MiniLM-L6-v2 (the bundled models)
@@ -161,13 +162,18 @@ class StoreEmbeddings(Embeddings):
             self.queries = False
 
 
-def _postgres_store(conn: Any, embeddings: Any, vector: bool) -> Any:
+def _postgres_store(
+    conn: Any, embeddings: Any, vector: bool, fields: tuple[str, ...] | None = None
+) -> Any:
     """A PostgresStore whose semantic search is exact (see ``Persistence.searching``)."""
     from langgraph.store.postgres import PostgresStore
 
     index = None
     if vector:
-        index = {**store_index(embeddings or _no_embeddings), "ann_index_config": {"kind": "flat"}}
+        index = {
+            **store_index(embeddings or _no_embeddings, fields),
+            "ann_index_config": {"kind": "flat"},
+        }
     return PostgresStore(conn, index=index)
 
 
@@ -191,9 +197,10 @@ def _delete(
 class Persistence:
     """One cell's checkpointer (and Store, when asked): opened by backend, released at close.
 
-    ``forget(thread_ids, namespaces)`` deletes what the cell wrote from a shared server unless
-    ``keep``; ``close()`` releases connections and removes the cell's SQLite file unless
-    ``keep``.
+    ``index_fields``: what of a Store item the semantic index embeds (a fact's ``value`` by
+    default). ``forget(thread_ids, namespaces)`` deletes what the cell wrote from a shared
+    server unless ``keep``; ``close()`` releases connections and removes the cell's SQLite
+    file unless ``keep``.
     """
 
     def __init__(
@@ -204,6 +211,7 @@ class Persistence:
         keep: bool = False,
         store: bool = False,
         embeddings: Any = None,
+        index_fields: tuple[str, ...] | None = None,
     ):
         from langgraph.checkpoint.memory import InMemorySaver
 
@@ -215,7 +223,8 @@ class Persistence:
         self.store: Any = None
         serde = checkpoint_serializer()
         self.embeddings = StoreEmbeddings(embeddings) if embeddings is not None else None
-        index = store_index(self.embeddings)
+        self.index_fields = index_fields
+        index = store_index(self.embeddings, index_fields)
         if backend == "memory":
             self.checkpointer: Any = InMemorySaver(serde=serde)
             if store:
@@ -246,7 +255,9 @@ class Persistence:
                     self.checkpointer = PostgresSaver(self._conn, serde=serde)
                     self.checkpointer.setup()  # a no-op after the run's preflight
                 if store:
-                    self.store = _postgres_store(self._conn, self.embeddings, self._vector)
+                    self.store = _postgres_store(
+                        self._conn, self.embeddings, self._vector, index_fields
+                    )
                     self.store.setup()
             except BaseException:
                 self.close()
@@ -310,7 +321,7 @@ class Persistence:
             saver = PostgresSaver(conn, serde=checkpoint_serializer())
             store = None
             if self.store is not None:
-                store = _postgres_store(conn, self.embeddings, self._vector)
+                store = _postgres_store(conn, self.embeddings, self._vector, self.index_fields)
             _delete(saver, store, thread_ids, namespaces)
 
     def close(self) -> None:

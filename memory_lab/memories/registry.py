@@ -34,6 +34,8 @@ BUILTIN_MODULES = (
     "memory_lab.memories.hybrid",
     "memory_lab.memories.hierarchical",
     "memory_lab.memories.profile",
+    "memory_lab.memories.rag",
+    "memory_lab.memories.langmem",
 )
 ENTRY_POINT_GROUP = "memory_lab.memories"
 LIST_SEPARATOR = "+"

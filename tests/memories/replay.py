@@ -20,3 +20,31 @@ def replayed(spec: str, dialogue, models, upto: int | None = None, recall: bool 
             cell.memory.recall(Query(ex.user, ex.session_id, ex.session_date))
         cell.memory.observe(ex)
     return cell
+
+
+def run_isolated(spec: str, dialogue, tmp_path, monkeypatch) -> tuple[list, list]:
+    """Run ``spec`` over ``dialogue`` offline with HOME an empty folder and every socket
+    connection recorded: (files written under HOME, non-loopback addresses connected to)."""
+    import socket
+
+    from memory_lab import resolve_memories, run_benchmark
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    targets: list = []
+    connect = socket.socket.connect
+
+    def recording(self, address):
+        targets.append(address)
+        return connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", recording)
+    outcome = run_benchmark(resolve_memories([spec]), [dialogue], tmp_path / "run", progress=False)
+    assert outcome.failed_cells == 0
+    remote = [
+        a
+        for a in targets
+        if isinstance(a, tuple) and a and a[0] not in ("127.0.0.1", "::1", "localhost")
+    ]
+    return sorted(p for p in home.rglob("*")), remote

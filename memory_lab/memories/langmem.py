@@ -1,0 +1,374 @@
+"""``langmem``: LangMem's memory manager over a LangGraph Store, as the Mem0 paper ran "LangMem".
+
+After each exchange LangMem's ``MemoryStoreManager`` (what ``create_memory_store_manager``
+builds; here with deletes on) gets the exchange's two messages, searches the Store for the
+memories near them, and asks the memory model, through trustcall, to insert (``Memory``),
+update (``PatchDoc``) or delete (``RemoveDoc``) memories; it writes the result to the Store
+under ``("memories", user)``. Its prompts and tools are LangMem's and trustcall's, unchanged.
+Each turn's context is a Store search by the user's message: the ``k`` nearest memories, each
+dated and naming the turns of the exchanges that wrote it (the memory keeps that beside the
+Store, by key). The Store is an ``InMemoryStore``, or a ``PostgresStore`` on the ``postgres``
+resource (``store=postgres``), indexed over each memory's text with the run's metered
+embeddings.
+
+Two things are made deterministic so a rerun sends the same prompts (and a real model's calls
+come from the cache): the ids LangMem draws with ``uuid4`` (new memory keys, the
+``<session_...>`` tag of its prompt) are drawn, in this cell, from a counter; and a memory's id
+in the prompt is its Store key (LangMem hashes the namespace with it, and the namespace holds
+the cell's unique id).
+
+Offline, the memory model answers with LangMem's rule script (``LangMemRuleModel``): for each
+first-person user sentence stating a durable fact or a preference (as for ``memgpt``), one call:
+``RemoveDoc`` when it restates a stored memory and retracts it (``no longer``, ``not
+anymore``, ...), ``PatchDoc`` replacing ``/content`` when it restates one with a new value
+(two or more shared content words, at least 60% of the smaller's), nothing when a memory holds
+it already, ``Memory(content=sentence)`` otherwise.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextvars
+import json
+import re
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any, Literal
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.outputs import ChatResult
+from langchain_core.runnables import RunnableBinding
+
+from memory_lab.memories.lg_backends import Persistence, check_postgres
+from memory_lab.memories.lg_store import user_id
+from memory_lab.memories.memgpt import FIRST_PERSON, personal_fact
+from memory_lab.memories.protocol import (
+    Exchange,
+    Item,
+    MemoryResources,
+    Query,
+    Recall,
+    SessionInfo,
+)
+from memory_lab.memories.registry import ParamDoc, declare
+from memory_lab.models.offline_base import chat_result
+from memory_lab.models.offline_memory import OfflineMemoryModel, _tool_name, stored_key
+from memory_lab.models.offline_summarizer import speaker_sentences
+
+Backend = Literal["memory", "postgres"]
+NAMESPACE = "memories"
+INDEX_FIELDS = ("content.content",)  # a LangMem item's value: {"kind", "content": {"content"}}
+MEMORIES_HEADER = "Memories about the user:"
+RETRACT = re.compile(
+    r"\b(no longer|not any ?more|don't .{0,40}any ?more|never mind|forget that)\b|"
+    r"더 이상|이제 안",
+    re.I,
+)
+_INSTANCE = re.compile(r'<instance id=(\S+) schema_type="(\w+)">\n(.*?)\n</instance>', re.S)
+_MESSAGE = re.compile(
+    r"=+ (Human|Ai) Message =+\n\n(.*?)(?=\n\n=+ (?:Human|Ai) Message =+|\Z)", re.S
+)
+_SESSION = re.compile(r"<session_[^>]*>\n(.*?)\n</session_[^>]*>", re.S)
+_DATE = re.compile(r"^\[[^\]]*\]\s*")
+
+
+# ------------------------------------------------------------------------- deterministic ids
+
+_NEXT_ID: contextvars.ContextVar[Callable[[], uuid.UUID] | None] = contextvars.ContextVar(
+    "langmem_next_id", default=None
+)
+
+
+class _CellIds:
+    """``uuid`` for LangMem's extraction module: ``uuid4`` from the cell's counter while a
+    cell's manager runs (a context variable, so cells in threads keep apart), else random."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(uuid, name)
+
+    def uuid4(self) -> uuid.UUID:
+        draw = _NEXT_ID.get()
+        return draw() if draw is not None else uuid.uuid4()
+
+
+_IDS_LOCK = threading.Lock()
+
+
+def _install_cell_ids() -> None:
+    from langmem.knowledge import extraction
+
+    with _IDS_LOCK:
+        if not isinstance(extraction.uuid, _CellIds):
+            extraction.uuid = _CellIds()
+
+
+def _manager_class() -> type:
+    from langmem.knowledge.extraction import MemoryStoreManager
+
+    class CellMemoryStoreManager(MemoryStoreManager):
+        """LangMem's manager with a memory's prompt id its Store key (see the module doc)."""
+
+        @staticmethod
+        def _sort_results(search_results_lists: list[list[Any]], query_limit: int) -> dict:
+            # LangMem's own, keyed by the item's key instead of a hash of (namespace, key)
+            ranked = MemoryStoreManager._sort_results(search_results_lists, query_limit)
+            return {str(item.key): item for item in ranked.values()}
+
+    return CellMemoryStoreManager
+
+
+# ----------------------------------------------------------------------------- offline model
+
+
+def existing_memories(text: str) -> list[tuple[str, str]]:
+    """``(id, content)`` of each ``<instance ...>`` trustcall shows the model."""
+    out = []
+    for doc_id, _kind, body in _INSTANCE.findall(text):
+        try:
+            value = ast.literal_eval(body.strip())
+        except (ValueError, SyntaxError):
+            value = body
+        content = value.get("content", body) if isinstance(value, dict) else value
+        out.append((doc_id, str(content)))
+    return out
+
+
+def session_user_sentences(text: str) -> list[str]:
+    """The user's sentences in LangMem's ``<session_...>`` block (dates in front dropped)."""
+    session = _SESSION.search(text)
+    lines = []
+    for speaker, body in _MESSAGE.findall(session.group(1) if session else text):
+        if speaker == "Human":
+            lines.append("Human: " + _DATE.sub("", body.strip()).replace("\n", " "))
+    return [t for s, t in speaker_sentences("\n".join(lines)) if s == "Human"]
+
+
+class LangMemRuleModel(OfflineMemoryModel):
+    """The offline memory model with LangMem's rule script (the module docstring)."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        """A binding, as a chat model's ``bind_tools`` returns (trustcall rebinds its
+        ``.bound`` with the removal tool when memories exist)."""
+        names = tuple(_tool_name(t) for t in tools)
+        return RunnableBinding(bound=self.model_copy(update={"bound_tools": names}), kwargs={})
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if not self.bound_tools or (messages and isinstance(messages[-1], ToolMessage)):
+            return super()._generate(messages, stop, run_manager, **kwargs)
+        prompt = "\n".join(str(m.content) for m in messages)
+        calls = self.langmem_calls(session_user_sentences(prompt), existing_memories(prompt))
+        reply = "" if calls else "No memories to form."
+        billed = reply + json.dumps(calls, ensure_ascii=False)
+        return chat_result(prompt, reply, billed, tool_calls=calls)
+
+    def langmem_calls(
+        self, sentences: list[str], existing: list[tuple[str, str]]
+    ) -> list[dict[str, Any]]:
+        calls: list[dict[str, Any]] = []
+        held = {content for _, content in existing}
+        known = list(existing)
+
+        def call(name: str, **args: Any) -> None:
+            if name in self.bound_tools:
+                calls.append({"name": name, "args": args, "id": f"call_{len(calls)}"})
+
+        for sentence in sentences:
+            if not re.search(FIRST_PERSON, sentence, re.I) or sentence in held:
+                continue
+            if not personal_fact(sentence, self.min_fact_score):
+                continue
+            old = stored_key(sentence, known)
+            if old is not None and RETRACT.search(sentence):
+                call("RemoveDoc", json_doc_id=old)
+            elif old is not None:
+                call(
+                    "PatchDoc",
+                    json_doc_id=old,
+                    planned_edits="replace /content with the user's newer statement",
+                    patches=[{"op": "replace", "path": "/content", "value": sentence}],
+                )
+            else:
+                call("Memory", content=sentence)
+            if old is not None:
+                known = [(k, v) for k, v in known if k != old]
+            held.add(sentence)
+        return calls
+
+
+def rule_model(model: Any) -> Any:
+    """The offline memory model with LangMem's rules; any other model unchanged."""
+    if isinstance(model, OfflineMemoryModel) and not isinstance(model, LangMemRuleModel):
+        fields = {name: getattr(model, name) for name in type(model).model_fields}
+        return LangMemRuleModel(**fields)
+    return model
+
+
+# ------------------------------------------------------------------------------------ memory
+
+
+class LangMemMemory:
+    """LangMem's memory manager writing a Store; recall searches it by the user's message."""
+
+    def __init__(
+        self,
+        manager: Any,
+        persistence: Persistence,
+        user: str,
+        *,
+        k: int = 4,
+        timestamps: bool = True,
+    ):
+        self.manager = manager
+        self.persistence = persistence
+        self.store = persistence.store
+        self.user = user
+        self.namespace = (NAMESPACE, user)
+        self.config = {"configurable": {"langgraph_user_id": user}}
+        self.k = k
+        self.timestamps = timestamps
+        self.sources: dict[str, tuple[tuple[str, ...], str | None]] = {}  # key -> turns, date
+        self._ids = 0
+        self._closed = False
+
+    def _next_id(self) -> uuid.UUID:
+        self._ids += 1
+        return uuid.uuid5(uuid.NAMESPACE_URL, f"memory-lab/langmem/{self._ids}")
+
+    def observe(self, exchange: Exchange) -> None:
+        user = exchange.dated_user() if self.timestamps else exchange.user
+        messages = [{"role": "user", "content": user}] if exchange.user else []
+        if exchange.assistant:
+            messages.append({"role": "assistant", "content": exchange.assistant})
+        if not messages:
+            return
+        token = _NEXT_ID.set(self._next_id)
+        try:
+            puts = self.manager.invoke({"messages": messages}, config=self.config)
+        finally:
+            _NEXT_ID.reset(token)
+        for put in puts:
+            key = str(put["key"])
+            before = self.sources.get(key, ((), None))[0]
+            turns = tuple(dict.fromkeys((*exchange.turn_ids, *before)))
+            self.sources[key] = (turns, exchange.session_date)
+
+    def items(self) -> list[Any]:
+        """Every memory in the Store, by key."""
+        found = self.store.search(self.namespace, limit=100_000)
+        return sorted(found, key=lambda i: i.key)
+
+    @staticmethod
+    def content(item: Any) -> str:
+        value = item.value.get("content")
+        return str(value.get("content", value) if isinstance(value, dict) else value)
+
+    def memory_text(self, item: Any) -> str:
+        date = self.sources.get(item.key, ((), None))[1]
+        text = self.content(item)
+        return f"- [{date}] {text}" if self.timestamps and date else f"- {text}"
+
+    def recall(self, query: Query) -> Recall:
+        if not query.text:
+            return Recall((), ranking=())
+        with self.persistence.searching():
+            hits = list(self.store.search(self.namespace, query=query.text, limit=self.k))
+        found = [
+            Item(self.memory_text(i), self.sources.get(i.key, ((), None))[0], "fact") for i in hits
+        ]
+        header = [Item(MEMORIES_HEADER, (), "other")] if found else []
+        return Recall(tuple(header + found), ranking=tuple(f.turn_ids for f in found))
+
+    def end_session(self, session: SessionInfo) -> None:
+        """The Store spans sessions; nothing to do."""
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "backend": self.persistence.backend,
+            "k": self.k,
+            "memories": {
+                i.key: {
+                    "content": self.content(i),
+                    "turn_ids": list(self.sources.get(i.key, ((), None))[0]),
+                }
+                for i in self.items()
+            },
+        }
+
+    def held_texts(self) -> list[str]:
+        """The stored memories' texts."""
+        return [self.content(i) for i in self.items()]
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.persistence.forget([], [self.namespace])
+        finally:
+            self.persistence.close()
+
+
+def preflight_langmem(params: dict[str, Any], resource: Any) -> None:
+    """Before a run: the server, the Store's tables and pgvector, when on Postgres."""
+    if params["store"] == "postgres":
+        check_postgres(resource, "langmem:store=postgres", store=True, vector=True)
+
+
+def langmem(
+    res: MemoryResources,
+    store: Backend = "memory",
+    k: int = 4,
+    query_limit: int = 5,
+    deletes: bool = True,
+    keep: bool = False,
+) -> LangMemMemory:
+    _install_cell_ids()
+    persistence = Persistence(
+        store, res, keep=keep, store=True, embeddings=res.embeddings, index_fields=INDEX_FIELDS
+    )
+    res.on_close(persistence.close)
+    manager = _manager_class()(
+        rule_model(res.memory_llm),
+        enable_inserts=True,
+        enable_deletes=deletes,
+        query_limit=query_limit,
+        namespace=(NAMESPACE, "{langgraph_user_id}"),
+        store=persistence.store,
+    )
+    return LangMemMemory(manager, persistence, user_id(res.cell_id), k=k, timestamps=res.timestamps)
+
+
+MEMORIES = (
+    declare(
+        "langmem",
+        langmem,
+        "LangMem's memory manager (create_memory_store_manager): after each exchange the memory "
+        "model inserts, updates and deletes memories in a LangGraph Store (trustcall tool "
+        "calls); the k memories nearest the user's message are the context.",
+        {
+            "store": ParamDoc(
+                "where the Store lives: in the process, or PostgreSQL with pgvector "
+                "(--resource postgres=URL)"
+            ),
+            "k": ParamDoc("memories in the context", min=1, max=100),
+            "query_limit": ParamDoc(
+                "stored memories the manager searches and shows the model per exchange "
+                "(LangMem's default 5)",
+                min=1,
+                max=100,
+            ),
+            "deletes": ParamDoc("let the manager delete memories (RemoveDoc)"),
+            "keep": ParamDoc("keep the PostgreSQL rows after the cell"),
+        },
+        roles=("memory",),
+        preflight=preflight_langmem,
+    ),
+)
