@@ -36,6 +36,7 @@ BUILTIN_MODULES = (
     "memory_lab.memories.profile",
     "memory_lab.memories.rag",
     "memory_lab.memories.langmem",
+    "memory_lab.memories.mem0",
 )
 ENTRY_POINT_GROUP = "memory_lab.memories"
 LIST_SEPARATOR = "+"

@@ -2,7 +2,8 @@
 
 The real ``langchain-openai``/``openai`` client code runs against it. Responses can be scripted
 per endpoint (status, body, headers); unscripted requests get a well-formed success with fixed
-usage numbers, so tests can check those numbers arrive in the records. With ``tool_calls`` set
+usage numbers, so tests can check those numbers arrive in the records (the text is ``reply``: a
+string, or a function of the request body). With ``tool_calls`` set
 (a function of the request body giving ``(name, args)`` pairs), a chat request that offers
 ``tools`` and does not end with tool results is answered with those tool calls
 (``finish_reason: tool_calls``) and ``TOOL_CALL_USAGE``; ``tool_calls_after_results`` answers
@@ -137,7 +138,7 @@ class OpenAIMock:
             tools = self.tool_call_reply(body)
             if tools is not None:
                 return tools
-            reply, usage = self.reply, CHAT_USAGE
+            reply, usage = self.reply(body) if callable(self.reply) else self.reply, CHAT_USAGE
             if self.echo:
                 prompt = str(body["messages"][-1]["content"])
                 lines = prompt.strip().splitlines() or [""]

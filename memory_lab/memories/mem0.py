@@ -1,0 +1,321 @@
+"""``mem0``: the open-source ``mem0ai`` package (``mem0.Memory``), through its LangChain providers.
+
+mem0's ``llm`` is the run's memory model, its ``embedder`` the run's metered embeddings and its
+vector store a LangChain ``Chroma`` store on the cell's own collection. After each exchange the
+exchange's two messages are ``add``ed (the session date in the metadata). The pinned version
+(2.2.1) runs its "V3" pipeline: one extraction call (``ADDITIVE_EXTRACTION_PROMPT``, JSON
+``{"memory": [{"id", "text"}]}``) that sees the ten stored memories nearest the exchange and the
+last messages from its history database, then embeds and inserts each new memory; a memory
+whose text is stored already is skipped (mem0's hash dedup). This version's ``add`` only adds:
+it makes no update or delete call. Each turn's context is ``search(user message, limit=k)``:
+the ``k`` best memories, dated and naming the turns of the exchanges that wrote them (kept
+beside mem0, by memory id, from ``add``'s returned events).
+
+Kept out of the user's home and off the network: ``MEM0_TELEMETRY`` is set to ``False`` and
+``MEM0_DIR`` (read once, when mem0 is first imported, which writes its ``config.json`` there)
+to a folder of the first cell's, both before mem0 is imported; each cell's history database is
+in its own folder.
+
+Three things differ from a bare ``Memory`` so runs are reproducible and correct:
+
+- the ids mem0 draws with ``uuid4`` come from the cell's counter (reruns send the same
+  prompts, so a real model's calls come from the cache);
+- the extraction prompt's ``Current Date`` (mem0 puts today's date there) is the session's
+  date, as the dialogue has it;
+- mem0's LangChain store takes the ``(document, score)`` pairs of Chroma's
+  ``similarity_search_by_vector_with_relevance_scores`` as similarities, but Chroma returns
+  cosine distances (lower is nearer), which would rank memories backwards and drop exact
+  matches under mem0's 0.1 threshold; the cell's store returns ``1 - distance``. Chroma's store
+  also writes mem0's vectors as given (``add_embeddings``) instead of embedding the text again.
+
+Offline, the memory model answers mem0's extraction call with ``Mem0RuleModel``: each
+first-person user sentence stating a durable fact or a preference (as for ``memgpt``) that no
+stored memory holds already becomes one memory.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import os
+import re
+import shutil
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
+
+from memory_lab.memories.langmem import _CellIds
+from memory_lab.memories.lg_store import user_id
+from memory_lab.memories.memgpt import FIRST_PERSON, personal_fact
+from memory_lab.memories.protocol import (
+    Exchange,
+    Item,
+    MemoryResources,
+    Query,
+    Recall,
+    SessionInfo,
+)
+from memory_lab.memories.registry import ParamDoc, declare
+from memory_lab.models.offline_base import chat_result
+from memory_lab.models.offline_memory import OfflineMemoryModel
+from memory_lab.models.offline_summarizer import speaker_sentences
+
+MEMORIES_HEADER = "Memories about the user:"
+EXTRACTOR_MARK = "You are a Memory Extractor"
+HISTORY_FILE = "mem0_history.db"
+_SECTION = re.compile(r"^## ([^\n]+)\n(.*?)(?=^## |^# Output:|\Z)", re.S | re.M)
+
+# ------------------------------------------------------------------ import, ids and dates
+
+_IMPORT_LOCK = threading.Lock()
+_NEXT_ID: contextvars.ContextVar[Any] = contextvars.ContextVar("mem0_next_id", default=None)
+_DATE: contextvars.ContextVar[str | None] = contextvars.ContextVar("mem0_date", default=None)
+
+
+class _Mem0Ids(_CellIds):
+    """``uuid`` for mem0's ``memory.main``: ``uuid4`` from the cell's counter while it adds."""
+
+    def uuid4(self) -> uuid.UUID:
+        draw = _NEXT_ID.get()
+        return draw() if draw is not None else uuid.uuid4()
+
+
+def _import_mem0(folder: Path) -> Any:
+    """``mem0.memory.main``, imported with telemetry off and ``MEM0_DIR`` out of HOME."""
+    with _IMPORT_LOCK:
+        os.environ["MEM0_TELEMETRY"] = "False"
+        if not os.environ.get("MEM0_DIR"):
+            folder.mkdir(parents=True, exist_ok=True)
+            os.environ["MEM0_DIR"] = str(folder)
+        from mem0.memory import main
+
+        if not isinstance(main.uuid, _Mem0Ids):
+            main.uuid = _Mem0Ids()
+            mem0_prompt = main.generate_additive_extraction_prompt
+
+            def dated_prompt(*args: Any, **kwargs: Any) -> str:
+                if _DATE.get() and kwargs.get("current_date") is None:
+                    kwargs["current_date"] = _DATE.get()
+                return mem0_prompt(*args, **kwargs)
+
+            main.generate_additive_extraction_prompt = dated_prompt
+        return main
+
+
+# ----------------------------------------------------------------------------- offline model
+
+
+def prompt_sections(text: str) -> dict[str, str]:
+    """The ``## Name`` sections of mem0's extraction prompt."""
+    return {name.strip(): body.strip() for name, body in _SECTION.findall(text)}
+
+
+def new_user_sentences(text: str) -> list[str]:
+    """The user's sentences in the prompt's ``New Messages`` (``user: ...`` lines)."""
+    lines, speaker = [], None
+    for line in prompt_sections(text).get("New Messages", "").splitlines():
+        head = re.match(r"^(user|assistant|system): ", line)
+        if head:
+            speaker, line = head.group(1), line[head.end() :]
+        if speaker == "user":
+            lines.append("Human: " + line)
+    return [t for s, t in speaker_sentences("\n".join(lines)) if s == "Human"]
+
+
+def existing_texts(text: str) -> set[str]:
+    try:
+        shown = json.loads(prompt_sections(text).get("Existing Memories", "[]"))
+    except json.JSONDecodeError:
+        return set()
+    return {str(m.get("text", "")) for m in shown if isinstance(m, dict)}
+
+
+class Mem0RuleModel(OfflineMemoryModel):
+    """The offline memory model answering mem0's extraction call (the module docstring)."""
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if not messages or EXTRACTOR_MARK not in str(messages[0].content):
+            return super()._generate(messages, stop, run_manager, **kwargs)
+        prompt = "\n".join(str(m.content) for m in messages)
+        held = existing_texts(prompt)
+        facts: list[str] = []
+        for sentence in new_user_sentences(prompt):
+            if sentence in held or sentence in facts:
+                continue
+            if re.search(FIRST_PERSON, sentence, re.I) and personal_fact(
+                sentence, self.min_fact_score
+            ):
+                facts.append(sentence)
+        reply = json.dumps(
+            {"memory": [{"id": str(i), "text": f} for i, f in enumerate(facts)]},
+            ensure_ascii=False,
+        )
+        return chat_result(prompt, reply)
+
+
+def rule_model(model: Any) -> Any:
+    """The offline memory model with mem0's rules; any other model unchanged."""
+    if isinstance(model, OfflineMemoryModel) and not isinstance(model, Mem0RuleModel):
+        fields = {name: getattr(model, name) for name in type(model).model_fields}
+        return Mem0RuleModel(**fields)
+    return model
+
+
+# ---------------------------------------------------------------------------- vector store
+
+
+def cell_store(res: MemoryResources) -> Any:
+    """The cell's LangChain Chroma store, as mem0's ``langchain`` provider needs it (above)."""
+    from memory_lab.memories.chroma import cell_vector_store
+
+    store = cell_vector_store(res)
+    collection = store._collection
+
+    def add_embeddings(embeddings: list, metadatas: list | None = None, ids: list | None = None):
+        metadatas = metadatas or [{} for _ in embeddings]
+        documents = [str(m.get("data", "")) for m in metadatas]
+        collection.upsert(ids=ids, embeddings=embeddings, metadatas=metadatas, documents=documents)
+        return ids
+
+    search = store.similarity_search_by_vector_with_relevance_scores
+
+    def by_similarity(*args: Any, **kwargs: Any) -> list:
+        return [(doc, 1.0 - float(distance)) for doc, distance in search(*args, **kwargs)]
+
+    store.add_embeddings = add_embeddings
+    store.similarity_search_by_vector_with_relevance_scores = by_similarity
+    return store
+
+
+# ------------------------------------------------------------------------------------ memory
+
+
+class Mem0Memory:
+    """``mem0.Memory`` adding each exchange; recall is its search by the user's message."""
+
+    def __init__(self, memory: Any, user: str, *, k: int = 4, timestamps: bool = True):
+        self.memory = memory
+        self.user = user
+        self.k = k
+        self.timestamps = timestamps
+        self.sources: dict[str, tuple[tuple[str, ...], str | None]] = {}  # id -> turns, date
+        self._ids = 0
+
+    def _next_id(self) -> uuid.UUID:
+        self._ids += 1
+        return uuid.uuid5(uuid.NAMESPACE_URL, f"memory-lab/mem0/{self._ids}")
+
+    def observe(self, exchange: Exchange) -> None:
+        messages = [{"role": "user", "content": exchange.user}] if exchange.user else []
+        if exchange.assistant:
+            messages.append({"role": "assistant", "content": exchange.assistant})
+        if not messages:
+            return
+        metadata = {"session_date": exchange.session_date} if exchange.session_date else None
+        ids, date = _NEXT_ID.set(self._next_id), _DATE.set(exchange.session_date)
+        try:
+            result = self.memory.add(messages, user_id=self.user, metadata=metadata)
+        finally:
+            _NEXT_ID.reset(ids)
+            _DATE.reset(date)
+        for event in result.get("results", []):
+            key = str(event["id"])
+            if event.get("event") == "DELETE":
+                self.sources.pop(key, None)
+                continue
+            before = self.sources.get(key, ((), None))[0]
+            turns = tuple(dict.fromkeys((*exchange.turn_ids, *before)))
+            self.sources[key] = (turns, exchange.session_date)
+
+    def items(self) -> list[dict[str, Any]]:
+        """Every stored memory, by id."""
+        found = self.memory.get_all(filters={"user_id": self.user}, top_k=100_000)
+        return sorted(found.get("results", []), key=lambda m: m["id"])
+
+    def memory_text(self, hit: dict[str, Any]) -> str:
+        date = self.sources.get(hit["id"], ((), None))[1]
+        date = date or (hit.get("metadata") or {}).get("session_date")
+        text = hit["memory"]
+        return f"- [{date}] {text}" if self.timestamps and date else f"- {text}"
+
+    def recall(self, query: Query) -> Recall:
+        if not query.text:
+            return Recall((), ranking=())
+        hits = self.memory.search(query.text, filters={"user_id": self.user}, top_k=self.k)
+        found = [
+            Item(self.memory_text(h), self.sources.get(h["id"], ((), None))[0], "fact")
+            for h in hits.get("results", [])[: self.k]
+        ]
+        header = [Item(MEMORIES_HEADER, (), "other")] if found else []
+        return Recall(tuple(header + found), ranking=tuple(f.turn_ids for f in found))
+
+    def end_session(self, session: SessionInfo) -> None:
+        """mem0's memories span sessions; nothing to do."""
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "k": self.k,
+            "memories": {
+                m["id"]: {
+                    "memory": m["memory"],
+                    "turn_ids": list(self.sources.get(m["id"], ((), None))[0]),
+                }
+                for m in self.items()
+            },
+        }
+
+    def held_texts(self) -> list[str]:
+        """The stored memories' texts."""
+        return [m["memory"] for m in self.items()]
+
+    def close(self) -> None:
+        """The collection is dropped and the history database closed through ``on_close``."""
+
+
+def mem0(res: MemoryResources, k: int = 4) -> Mem0Memory:
+    if res.cell_dir is not None:
+        folder = Path(res.cell_dir)
+    else:  # no run folder (the inspector, a notebook): a private temporary one
+        folder = Path(tempfile.mkdtemp(prefix="memory-lab-mem0-"))
+        res.on_close(lambda: shutil.rmtree(folder, ignore_errors=True))
+    folder.mkdir(parents=True, exist_ok=True)
+    main = _import_mem0(folder / "mem0")
+    from mem0.configs.base import MemoryConfig
+
+    config = MemoryConfig(
+        llm={"provider": "langchain", "config": {"model": rule_model(res.memory_llm)}},
+        embedder={"provider": "langchain", "config": {"model": res.embeddings}},
+        vector_store={
+            "provider": "langchain",
+            "config": {"client": cell_store(res), "collection_name": res.cell_id},
+        },
+        history_db_path=str(folder / HISTORY_FILE),
+    )
+    memory = main.Memory(config)
+    res.on_close(memory.db.close)
+    return Mem0Memory(memory, user_id(res.cell_id), k=k, timestamps=res.timestamps)
+
+
+MEMORIES = (
+    declare(
+        "mem0",
+        mem0,
+        "mem0 (the mem0ai package's Memory) through its LangChain providers: each exchange "
+        "added (the memory model extracts memories, JSON), the k memories mem0's search ranks "
+        "best for the user's message (Chroma) as the context.",
+        {"k": ParamDoc("memories in the context (mem0's search limit)", min=1, max=100)},
+        roles=("memory",),
+    ),
+)

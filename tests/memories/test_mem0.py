@@ -1,0 +1,117 @@
+"""The ``mem0`` memory: mem0ai's ``Memory`` through its LangChain providers, searched per turn."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memory_lab import parse_memory_spec, read_results, resolve_memories, run_benchmark
+from memory_lab.memories import MemorySpecError, tokens_held
+from memory_lab.memories.protocol import Exchange, Query
+
+from ..models.openai_mock import OpenAIMock
+from .replay import replayed, run_isolated
+
+
+def exchange(index: int, user: str, assistant: str = "Noted.", date: str = "2026-01-05"):
+    return Exchange(index, user, assistant, f"u{index}", (f"a{index}",), "s1", date)
+
+
+def test_parameters_are_checked_when_the_spec_is_parsed():
+    assert parse_memory_spec("mem0").params == {"k": 4}
+    with pytest.raises(MemorySpecError, match="'k' must be at least 1"):
+        parse_memory_spec("mem0:k=0")
+    with pytest.raises(MemorySpecError, match="'k' must be int"):
+        parse_memory_spec("mem0:k=many")
+
+
+def test_each_exchange_adds_the_facts_mem0_extracts(nurse, run_models):
+    cell = replayed("mem0", nurse, run_models, upto=0)
+    memory = cell.memory
+    memory.observe(exchange(0, "I prefer aisle seats on flights."))
+    memory.observe(exchange(1, "The weather is nice today."))  # nothing to remember
+    assert memory.held_texts() == ["I prefer aisle seats on flights."]
+    usage, by_role = cell.maintenance()
+    assert [r for r, _, _ in by_role] == ["memory"] and usage.llm_calls == 2
+    assert usage.output_tokens > 0 and usage.embedding_tokens > 0
+    memory.observe(exchange(2, "I prefer aisle seats on flights."))  # held: not added twice
+    memory.observe(
+        exchange(3, "My sister Hana lives in Daejeon with her two cats.", date="2026-02-01")
+    )
+    snapshot = memory.snapshot()["memories"]
+    assert sorted(m["memory"] for m in snapshot.values()) == [
+        "I prefer aisle seats on flights.",
+        "My sister Hana lives in Daejeon with her two cats.",
+    ]
+    assert sorted(m["turn_ids"] for m in snapshot.values()) == [["u0", "a0"], ["u3", "a3"]]
+    assert tokens_held(memory) > 0
+    cell.close()
+
+
+def test_recall_is_mem0s_search_ranked_dated_and_naming_turns(nurse, run_models):
+    cell = replayed("mem0:k=2", nurse, run_models)
+    recall = cell.memory.recall(Query("Where do I teach these days?", "s2", "2026-04-10"))
+    header, *facts = recall.items
+    assert header.text == "Memories about the user:" and len(facts) == 2
+    assert "teacher at Haeundae Middle School" in facts[0].text
+    assert facts[0].text.startswith("- [2026-04-10] ")
+    assert facts[0].turn_ids[0] == "job-v2" and facts[0].kind == "fact"
+    assert recall.ranking == tuple(f.turn_ids for f in facts)
+    assert cell.memory.recall(Query("")).items == ()
+    snapshot = cell.memory.snapshot()
+    cell.close()
+    again = replayed("mem0:k=2", nurse, run_models)  # the same ids: uuid4 from the cell's counter
+    assert again.memory.snapshot() == snapshot
+    again.close()
+
+
+def _remember_first_line(body: dict) -> str:
+    """A 'model' behind the mock: each exchange's first user line as one memory (mem0's JSON)."""
+    prompt = body["messages"][1]["content"]
+    line = prompt.split("## New Messages\n", 1)[1].splitlines()[0].removeprefix("user: ")
+    return json.dumps({"memory": [{"id": "0", "text": line}]})
+
+
+def test_mem0_prompts_reach_the_provider_metered_and_a_rerun_is_cached(
+    tmp_path, monkeypatch, seat_change
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("MEMORY_LAB_MAX_RETRIES", "0")
+    outcomes = []
+    with OpenAIMock() as mock:
+        mock.reply = _remember_first_line
+        for run in ("first", "again"):
+            outcomes.append(
+                run_benchmark(
+                    resolve_memories(["mem0"]),
+                    [seat_change],
+                    tmp_path / run,
+                    memory_llm="openai:gpt-4o-mini",
+                    base_url=mock.base_url,
+                    progress=False,
+                )
+            )
+            if run == "first":
+                requests = [r["body"] for r in mock.requests if r["kind"] == "chat"]
+                first_calls = mock.calls("chat")
+        again_calls = mock.calls("chat") - first_calls
+    assert [o.failed_cells for o in outcomes] == [0, 0]
+    turns = read_results(outcomes[0].path).turns
+    memory_requests = [r for r in requests if "Memory Extractor" in r["messages"][0]["content"]]
+    assert len(memory_requests) == len(turns) == (turns["memory_llm_calls"] == 1).sum()
+    # mem0's own prompts, unchanged but for the session's date
+    assert memory_requests[0]["messages"][0]["content"].strip().startswith("# ROLE")
+    assert "## Existing Memories\n[]" in memory_requests[0]["messages"][1]["content"]
+    assert '"text": ' in memory_requests[1]["messages"][1]["content"]  # the first memory shown
+    assert "## Current Date\n2026-04-01" in memory_requests[0]["messages"][1]["content"]
+    assert "## Current Date\n2026-05-10" in memory_requests[-1]["messages"][1]["content"]
+    assert (turns["memory_output_tokens"] > 0).all()
+    assert again_calls == 0  # the rerun's calls all came from the cache
+    rerun = read_results(outcomes[1].path).turns
+    assert list(rerun["memory_output_tokens"]) == list(turns["memory_output_tokens"])
+
+
+def test_a_run_writes_nothing_outside_its_folder_and_connects_nowhere(nurse, tmp_path, monkeypatch):
+    written, remote = run_isolated("mem0", nurse, tmp_path, monkeypatch)
+    assert written == [] and remote == []
