@@ -36,7 +36,9 @@ stored memory holds already becomes one memory.
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -44,13 +46,20 @@ import tempfile
 import threading
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 
+from memory_lab.config import ConfigError
 from memory_lab.memories.langmem import _CellIds
+from memory_lab.memories.lg_backends import (
+    EMBEDDING_DIMS,
+    POSTGRES_RESOURCE,
+    connect_postgres,
+    describe_url,
+)
 from memory_lab.memories.lg_store import user_id
 from memory_lab.memories.memgpt import FIRST_PERSON, personal_fact
 from memory_lab.memories.protocol import (
@@ -96,6 +105,11 @@ def _import_mem0(folder: Path) -> Any:
         from mem0.memory import main
 
         if not isinstance(main.uuid, _Mem0Ids):
+            # once per cell mem0 warns that a LangChain store has no keyword search (it then
+            # ranks by vectors alone, as documented): said once in the docs, not in every run
+            logging.getLogger(main.__name__).addFilter(
+                lambda record: "does not support keyword search" not in record.getMessage()
+            )
             main.uuid = _Mem0Ids()
             mem0_prompt = main.generate_additive_extraction_prompt
 
@@ -284,7 +298,52 @@ class Mem0Memory:
         """The collection is dropped and the history database closed through ``on_close``."""
 
 
-def mem0(res: MemoryResources, k: int = 4) -> Mem0Memory:
+Backend = Literal["memory", "postgres"]
+
+
+def pg_table(cell_id: str) -> str:
+    """The cell's pgvector table: mem0 names it after its collection (an SQL identifier)."""
+    return "mem0_" + hashlib.sha1(cell_id.encode("utf-8")).hexdigest()[:20]
+
+
+def preflight_mem0(params: dict[str, Any], resource: Any) -> None:
+    """Before a run, on Postgres: the server answers and offers pgvector (mem0 creates it)."""
+    if params["store"] != "postgres":
+        return
+    url = resource(POSTGRES_RESOURCE)
+    with connect_postgres(url, "mem0:store=postgres") as conn:
+        row = conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+    if row is None:
+        raise ConfigError(
+            f"memory 'mem0:store=postgres': the PostgreSQL server at {describe_url(url)} lacks "
+            "the pgvector extension mem0's pgvector store needs; install it there, or use "
+            "store=memory"
+        )
+
+
+def vector_store_config(res: MemoryResources, store: str) -> dict[str, Any]:
+    """mem0's vector store: the cell's Chroma collection, or mem0's own pgvector store on the
+    ``postgres`` resource (a table of the cell's own; the run's embeddings, 384 dimensions)."""
+    if store == "postgres":
+        return {
+            "provider": "pgvector",
+            "config": {
+                "connection_string": res.resource(POSTGRES_RESOURCE),
+                "collection_name": pg_table(res.cell_id),
+                "embedding_model_dims": EMBEDDING_DIMS,
+                "minconn": 1,
+                "maxconn": 2,
+            },
+        }
+    return {
+        "provider": "langchain",
+        "config": {"client": cell_store(res), "collection_name": res.cell_id},
+    }
+
+
+def mem0(
+    res: MemoryResources, k: int = 4, store: Backend = "memory", keep: bool = False
+) -> Mem0Memory:
     if res.cell_dir is not None:
         folder = Path(res.cell_dir)
     else:  # no run folder (the inspector, a notebook): a private temporary one
@@ -297,14 +356,16 @@ def mem0(res: MemoryResources, k: int = 4) -> Mem0Memory:
     config = MemoryConfig(
         llm={"provider": "langchain", "config": {"model": rule_model(res.memory_llm)}},
         embedder={"provider": "langchain", "config": {"model": res.embeddings}},
-        vector_store={
-            "provider": "langchain",
-            "config": {"client": cell_store(res), "collection_name": res.cell_id},
-        },
+        vector_store=vector_store_config(res, store),
         history_db_path=str(folder / HISTORY_FILE),
     )
     memory = main.Memory(config)
     res.on_close(memory.db.close)
+    if store == "postgres":
+        pool = memory.vector_store.connection_pool
+        res.on_close(pool.close)  # last: the table is dropped first, unless kept
+        if not keep:
+            res.on_close(memory.vector_store.delete_col)
     return Mem0Memory(memory, user_id(res.cell_id), k=k, timestamps=res.timestamps)
 
 
@@ -315,7 +376,15 @@ MEMORIES = (
         "mem0 (the mem0ai package's Memory) through its LangChain providers: each exchange "
         "added (the memory model extracts memories, JSON), the k memories mem0's search ranks "
         "best for the user's message (Chroma) as the context.",
-        {"k": ParamDoc("memories in the context (mem0's search limit)", min=1, max=100)},
+        {
+            "k": ParamDoc("memories in the context (mem0's search limit)", min=1, max=100),
+            "store": ParamDoc(
+                "where mem0 keeps its vectors: the cell's Chroma collection, or mem0's pgvector "
+                "store on --resource postgres=URL (a table of the cell's own)"
+            ),
+            "keep": ParamDoc("keep the pgvector table when the cell ends (store=postgres)"),
+        },
         roles=("memory",),
+        preflight=preflight_mem0,
     ),
 )

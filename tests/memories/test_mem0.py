@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
+import psycopg
 import pytest
 
 from memory_lab import parse_memory_spec, read_results, resolve_memories, run_benchmark
 from memory_lab.memories import MemorySpecError, tokens_held
+from memory_lab.memories.mem0 import pg_table
 from memory_lab.memories.protocol import Exchange, Query
+from memory_lab.memories.registry import preflight_memories
+from memory_lab.runner import Cell, exchanges
 
 from ..models.openai_mock import OpenAIMock
 from .replay import replayed, run_isolated
@@ -19,7 +24,9 @@ def exchange(index: int, user: str, assistant: str = "Noted.", date: str = "2026
 
 
 def test_parameters_are_checked_when_the_spec_is_parsed():
-    assert parse_memory_spec("mem0").params == {"k": 4}
+    assert parse_memory_spec("mem0").params == {"k": 4, "store": "memory", "keep": False}
+    with pytest.raises(MemorySpecError, match="'store' must be one of memory, postgres"):
+        parse_memory_spec("mem0:store=sqlite")
     with pytest.raises(MemorySpecError, match="'k' must be at least 1"):
         parse_memory_spec("mem0:k=0")
     with pytest.raises(MemorySpecError, match="'k' must be int"):
@@ -115,3 +122,36 @@ def test_mem0_prompts_reach_the_provider_metered_and_a_rerun_is_cached(
 def test_a_run_writes_nothing_outside_its_folder_and_connects_nowhere(nurse, tmp_path, monkeypatch):
     written, remote = run_isolated("mem0", nurse, tmp_path, monkeypatch)
     assert written == [] and remote == []
+
+
+def _tables(url: str) -> set[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT tablename FROM pg_tables WHERE tablename LIKE 'mem0_%'")
+        return {r[0] for r in rows.fetchall()}
+
+
+def test_on_postgres_mem0_holds_and_recalls_what_it_holds_in_chroma(
+    nurse, run_models, pgvector_url
+):
+    """store=postgres: mem0's own pgvector store on the private cluster, a table per cell,
+    dropped at close unless keep=true; the same memories and the same recall as on Chroma."""
+    models = dataclasses.replace(run_models, resources={"postgres": pgvector_url})
+    results = []
+    for text in ("mem0:store=postgres", "mem0", "mem0:store=postgres,keep=true"):
+        spec = parse_memory_spec(text)
+        preflight_memories([spec], {"postgres": pgvector_url})
+        cell = Cell(spec, nurse, models)
+        for ex in exchanges(nurse):
+            cell.memory.observe(ex)
+        recall = cell.memory.recall(Query("Which city do I live in?", "s2"))
+        results.append((sorted(cell.memory.held_texts()), [i.text for i in recall.items]))
+        if "postgres" in text:
+            assert len(_tables(pgvector_url)) == 1
+        cell.close()
+        if text == "mem0:store=postgres":
+            assert _tables(pgvector_url) == set()  # dropped with the cell
+    assert results[0] == results[1] == results[2] and results[0][0]
+    kept = _tables(pgvector_url)
+    assert len(kept) == 1 and kept.pop() == pg_table(cell.resources.cell_id)
+    with psycopg.connect(pgvector_url) as conn:  # keep=true left its table: drop it here
+        conn.execute(f"DROP TABLE {pg_table(cell.resources.cell_id)}")
