@@ -181,14 +181,12 @@ def _given_run_options(argv: list[str] | None) -> set[str]:
 def _report_run(outcome) -> int:
     from memory_lab.results import (
         adversarial_apart,
-        format_category_table,
-        format_reader_line,
-        format_summary,
         is_adversarial,
         read_results,
         reader_accuracy,
         summarize_by_category,
     )
+    from memory_lab.tables import format_category_table, format_reader_line, format_summary
 
     results = read_results(outcome.path)
     if results.run.get("dry_run"):

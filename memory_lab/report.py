@@ -19,14 +19,9 @@ import pandas as pd
 
 from memory_lab.charts import CHARTS, chart_style, memory_order
 from memory_lab.published import is_locomo_run, published_locomo
-from memory_lab.results import (
-    Results,
-    format_summary,
-    read_results,
-    summarize,
-    summarize_by_category,
-)
+from memory_lab.results import Results, read_results, summarize, summarize_by_category
 from memory_lab.stats import holm, mcnemar_exact, paired_difference_ci
+from memory_lab.tables import format_summary
 
 REPORT_FILE = "report.html"
 

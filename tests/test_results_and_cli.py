@@ -149,7 +149,8 @@ def test_an_existing_results_folder_is_never_overwritten(mini_run, capsys):
 
 
 def test_a_long_memory_label_keeps_the_table_aligned(mini_run):
-    from memory_lab.results import format_summary, summarize
+    from memory_lab.results import summarize
+    from memory_lab.tables import format_summary
 
     summary = summarize(read_results(mini_run))
     summary.loc[0, "memory"] = "thread:policy=summarize,summarizer=langmem,keep_last=2"

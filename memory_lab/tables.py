@@ -1,0 +1,163 @@
+"""The terminal's tables: a run's summary, latency, judge block and recall by category.
+
+They read the frames ``results.py`` computes (``summarize``, ``summarize_by_category``) and
+print fixed-width text; nothing here computes a figure of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from memory_lab.results import FIELD_SCORES, LATENCY_COLUMNS
+
+
+def format_category_table(table: pd.DataFrame) -> str:
+    """Recall (%) per category (rows) and memory (columns) for the terminal."""
+    if table.empty:
+        return ""
+    label = table["category"] + table["source_category"].map(lambda s: f" ({s})" if s else "")
+    wide = table.assign(label=label).pivot(index="label", columns="memory", values="accuracy")
+    wide = wide[list(dict.fromkeys(table["memory"]))]
+    wide.index.name, wide.columns.name = "recall % by category", None
+    return (100 * wide).round(1).to_string(na_rep="-")
+
+
+def format_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> str:
+    """The summary as a fixed-width table for the terminal: retrieval first, then recall."""
+    width = max([28, *(len(str(m)) for m in summary.get("memory", []))])
+    header = (
+        f"{'memory':<{width}} {'answerable':>10} {'evid-recall':>11} {'ans-in-ctx':>10} "
+        f"{'recall (95% CI)':>22} {'abstain':>7} {'stale':>6} {'prompt/turn':>11} "
+        f"{'mem tokens':>10} {'total tokens':>12} {'est. cost $':>11} {'sec':>6}"
+    )
+    lines = [header, "-" * len(header)]
+
+    def pct(x: float) -> str:
+        return "   -  " if isinstance(x, float) and math.isnan(x) else f"{100 * x:5.1f}%"
+
+    for r in summary.to_dict("records"):
+        low, high = pct(r["accuracy_low"]).strip(), pct(r["accuracy_high"]).strip()
+        ci = f"{pct(r['accuracy'])} [{low}-{high}]"
+        lines.append(
+            f"{r['memory']:<{width}} {r['answerable']:>10} {pct(r['evidence_recall']):>11} "
+            f"{pct(r['context_hit_rate']):>10} {ci:>22} {pct(r['abstention_accuracy']):>7} "
+            f"{pct(r['stale_rate']):>6} {r['mean_prompt_tokens']:>11.0f} {r['memory_tokens']:>10,} "
+            f"{r['total_tokens']:>12,} {r['est_cost_usd']:>11.4f} {r['seconds']:>6.1f}"
+        )
+    lines += format_latency(summary, width)
+    models = (run or {}).get("models") or {}
+    if models.get("llm") == "offline":
+        lines.append(
+            "recall and abstain are the offline reader's (an extractive instrument, not a chat "
+            "model); evid-recall and ans-in-ctx do not depend on it."
+        )
+    if run and run.get("pricing"):
+        pr = run["pricing"]
+        lines.append(
+            f"est. cost is an estimate: LLM tokens priced as {pr['llm_model']}, "
+            f"embedded tokens as {pr['embeddings_model']} (memory_lab/data/prices.json)."
+        )
+    lines += format_judge_summary(summary, run)  # --judge: J, its spread and agreement
+    return "\n".join(lines)
+
+
+def format_latency(summary: pd.DataFrame, width: int = 28) -> list[str]:
+    """The latency and footprint block under the summary table (``LATENCY_COLUMNS``), times in
+    milliseconds (``summary.csv`` keeps seconds)."""
+    if not all(c in summary for c in LATENCY_COLUMNS):
+        return []
+    header = (
+        f"{'memory':<{width}} {'search p50 ms':>13} {'search p95 ms':>13} {'total p50 ms':>12} "
+        f"{'total p95 ms':>12} {'tokens/query':>12} {'tokens held':>11}"
+    )
+    lines = ["", header, "-" * len(header)]
+
+    def num(x: float, spec: str, scale: float = 1.0) -> str:
+        missing = x is None or (isinstance(x, float) and math.isnan(x))
+        return "-" if missing else format(x * scale, spec)
+
+    for r in summary.to_dict("records"):
+        ms = [num(r[c], ",.1f", 1000) for c in LATENCY_COLUMNS[:4]]
+        lines.append(
+            f"{r['memory']:<{width}} {ms[0]:>13} {ms[1]:>13} {ms[2]:>12} {ms[3]:>12} "
+            f"{num(r['tokens_per_query'], ',.0f'):>12} {num(r['memory_tokens_held'], ',.0f'):>11}"
+        )
+    lines += [
+        "search: the memory read per probe; total: search + the answering call; p50/p95 by",
+        "linear interpolation (numpy's default); tokens held: mean footprint at dialogue end.",
+    ]
+    return lines
+
+
+def format_reader_line(table: pd.DataFrame, run: dict[str, Any] | None = None) -> str:
+    """One line: the answering model's accuracy when the answer was in its prompt, by language."""
+    if table.empty:
+        return ""
+    who = (
+        "offline reader"
+        if ((run or {}).get("models") or {}).get("llm") == "offline"
+        else ("answering model")
+    )
+    parts = ", ".join(
+        f"{r['language']} {100 * r['reader_accuracy']:.1f}% of {r['probes_with_hit']}"
+        for r in table.to_dict("records")
+    )
+    return f"{who}, accuracy on probes with the answer in its prompt: {parts}"
+
+
+def format_judge_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> list[str]:
+    """Lines for the terminal: J mean ± sd per grading prompt beside string recall, the field's
+    answer scores when the summary has them, and kappa; nothing for a run without a judge."""
+    judge = (run or {}).get("judge") or {}
+    if "judge_accuracy" not in summary.columns or not judge:
+        return []
+    prompts = judge.get("prompts") or [
+        {"label": "p1", "file": judge.get("prompt_file"), "version": judge.get("prompt_version")}
+    ]
+    labels = [p["label"] for p in prompts]
+    scores = [c for c in FIELD_SCORES if c in summary.columns]
+    width = max([12, *(len(str(m)) for m in summary["memory"])])
+
+    def pct(x: Any) -> str:
+        return "-" if x is None or pd.isna(x) else f"{100 * x:.1f}%"
+
+    def num(x: Any) -> str:
+        return "-" if x is None or pd.isna(x) else f"{round(x, 2) + 0.0:.2f}"  # never "-0.00"
+
+    def cell(label: str, r: dict[str, Any]) -> str:
+        suffix = "" if label == labels[0] else f"_{label}"
+        mean, sd = r.get(f"judge_accuracy{suffix}"), r.get(f"judge_accuracy_sd{suffix}")
+        shown = pct(mean)
+        if mean is not None and not pd.isna(mean):
+            shown += " ± " + ("-" if sd is None or pd.isna(sd) else f"{100 * sd:.1f}")
+        return shown
+
+    head = [f"{'memory':<{width}}", f"{'recall':>7}", *(f"{c:>9}" for c in scores)]
+    for label in labels:
+        head += [f"{'J ' + label + ' (mean ± sd)':>19}", f"{'κ ' + label + '~recall':>12}"]
+    head += [f"{'κ ' + labels[0] + '~' + label:>9}" for label in labels[1:]]
+    runs = int(judge.get("runs") or 1)
+    named = "; ".join(f"{p['label']} = {p.get('file')} ({p.get('version')})" for p in prompts)
+    lines = [
+        "",
+        f"judge ({judge.get('model')}): temperature {judge.get('temperature', 0.0):g}, "
+        f"{runs} run(s) per prompt; {named}",
+        " ".join(head),
+    ]
+    for r in summary.to_dict("records"):
+        parts = [f"{r['memory']:<{width}}", f"{pct(r['accuracy']):>7}"]
+        parts += [f"{num(r.get(c)):>9}" for c in scores]
+        for label in labels:
+            suffix = "" if label == labels[0] else f"_{label}"
+            parts += [f"{cell(label, r):>19}", f"{num(r.get(f'judge_kappa{suffix}')):>12}"]
+        parts += [f"{num(r.get(f'judge_kappa_{labels[0]}_{label}')):>9}" for label in labels[1:]]
+        lines.append(" ".join(parts))
+    lines.append(
+        "J: judge accuracy over answerable probes, mean ± sample sd (n-1) over runs, in "
+        "points; κ: Cohen's kappa of each prompt's majority verdict against string match "
+        "(recall) or the first prompt's ('-': undefined, every label the same)."
+    )
+    return lines
