@@ -235,15 +235,8 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="memory-lab",
-        description="Compare conversational memories for LLM chatbots: recall and token cost.",
-    )
-    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    run = sub.add_parser("run", help="replay dialogues through memories and summarise")
+def _add_run_inputs(run: argparse.ArgumentParser) -> None:
+    """What to run: the memories and the dialogues."""
     run.add_argument(
         "--memory",
         nargs="+",
@@ -258,6 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SOURCE",
         help="builtin:classic, dialogue files or folders",
     )
+
+
+def _add_model_options(run: argparse.ArgumentParser) -> None:
+    """The models and run-wide resources memories and the answerer use."""
     run.add_argument("--llm", default="offline", help="answering model (default: offline)")
     run.add_argument(
         "--memory-llm", default="offline", help="LLM inside summary memories (default: offline)"
@@ -289,6 +286,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="OpenAI-compatible server for openai: models (or set OPENAI_BASE_URL); with "
         "--resume, the run's URL again when it had credentials (they are never written)",
     )
+
+
+def _add_output_options(run: argparse.ArgumentParser) -> None:
+    """Where results go and what the records and the estimate hold."""
     run.add_argument("--out", type=Path, help="results folder (default: results/run-<time>)")
     run.add_argument(
         "--price-model",
@@ -298,6 +299,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--no-prompts", action="store_true", help="do not store full prompt texts in records"
     )
+
+
+def _add_execution_options(run: argparse.ArgumentParser) -> None:
+    """Who runs the cells, how many at once, and in which mode."""
     run.add_argument(
         "--jobs", type=int, default=1, help="run (memory, dialogue) cells in N processes"
     )
@@ -335,6 +340,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--dry-run", action="store_true", help="count tokens and estimate cost; call no provider"
     )
+
+
+def _add_replay_options(run: argparse.ArgumentParser) -> None:
+    """How dialogues are replayed and scored, provider timeouts, and resuming."""
     run.add_argument(
         "--timestamps",
         choices=["on", "off"],
@@ -357,6 +366,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="a provider request that takes longer fails (then is retried); default 60",
     )
     run.add_argument("--resume", type=Path, metavar="DIR", help="continue an interrupted run")
+
+
+def _add_judge_options(run: argparse.ArgumentParser) -> None:
+    """LLM-judged correctness: the judge model, its prompts, runs and temperature."""
     run.add_argument(
         "--judge", metavar="MODEL", help="add LLM-judged correctness (offline or PROVIDER:MODEL)"
     )
@@ -383,6 +396,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="T",
         help="sampling temperature of a provider judge (default 0)",
     )
+
+
+def _add_answer_and_cache_options(run: argparse.ArgumentParser) -> None:
+    """The answering prompt, the model-call cache and the progress bar."""
     run.add_argument(
         "--answer-style",
         choices=["conversation", "short"],
@@ -399,7 +416,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="model-call cache (default: $MEMORY_LAB_CACHE or ~/.cache/memory-lab)",
     )
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _add_run_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``run`` subcommand: its options in the order ``--help`` lists them."""
+    run = sub.add_parser("run", help="replay dialogues through memories and summarise")
+    _add_run_inputs(run)
+    _add_model_options(run)
+    _add_output_options(run)
+    _add_execution_options(run)
+    _add_replay_options(run)
+    _add_judge_options(run)
+    _add_answer_and_cache_options(run)
     run.set_defaults(func=_cmd_run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memory-lab",
+        description="Compare conversational memories for LLM chatbots: recall and token cost.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    _add_run_parser(sub)
 
     imp = sub.add_parser("import", help="convert a foreign dataset into dialogue YAML files")
     imp.add_argument("format", choices=["locomo", "longmemeval"])
