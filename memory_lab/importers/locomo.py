@@ -146,120 +146,20 @@ def _convert(
         if not isinstance(conv.get(key), str):
             raise import_error(name, sample_id, f"conversation.{key}", "missing speaker name")
     speaker_a = conv["speaker_a"]
-    keys: dict[int, str] = {}
-    for key in conv:
-        if (m := _SESSION.match(key)) and keys.setdefault(int(m.group(1)), key) != key:
-            raise import_error(
-                name, sample_id, f"conversation.{key}", f"same session as {keys[int(m.group(1))]}"
-            )
-    sessions, seen = [], set()
-    for n, key in sorted(keys.items()):
-        raw = conv[key]
-        if not isinstance(raw, list):
-            raise import_error(name, sample_id, f"conversation.{key}", "must be a list")
-        turns = []
-        for t_index, turn in enumerate(raw):
-            where = f"{sample_id} session_{n}[{t_index}]"
-            field_ = f"conversation.{key}[{t_index}]"
-            if not isinstance(turn, dict) or "speaker" not in turn or "dia_id" not in turn:
-                raise import_error(name, sample_id, field_, "a turn needs speaker, dia_id and text")
-            for part in ("speaker", "dia_id", "text", "blip_caption"):
-                value = turn.get(part)
-                if not (scalar(value) or (value is None and part in ("text", "blip_caption"))):
-                    raise import_error(
-                        name, sample_id, f"{field_}.{part}", f"must be a string, got {value!r}"
-                    )
-            text = _turn_text(turn)
-            if not text:
-                report.skip(where, "turn has neither text nor an image caption")
-                continue
-            tid = str(turn["dia_id"]).replace(" ", "")
-            if tid in seen:
-                report.skip(where, f"duplicate dia_id {tid!r}")
-                continue
-            seen.add(tid)
-            role = "user" if turn["speaker"] == speaker_a else "assistant"
-            turns.append({role: text, "id": tid})
-        if not turns:
-            report.skip(f"{sample_id} session_{n}", "session has no usable turns")
-            continue
-        session: dict[str, Any] = {"id": f"session-{n}", "turns": turns}
-        date = conv.get(f"{key}_date_time")
-        if date is not None and not scalar(date):
-            raise import_error(
-                name, sample_id, f"conversation.{key}_date_time", f"must be a string, got {date!r}"
-            )
-        if date:
-            session["date"] = str(date)
-        sessions.append(session)
+    sessions = _sessions(name, sample_id, conv, report)
     if not sessions:
         report.skip(sample_id, "conversation has no sessions")
         return None
     texts = {t["id"]: t.get("user") or t.get("assistant") for s in sessions for t in s["turns"]}
     by_key = {_dia_key(tid) or tid: tid for tid in texts}
-    probes = []
     qa = record.get("qa", [])
     if not isinstance(qa, list):
         raise import_error(name, sample_id, "qa", "must be a list")
+    probes = []
     for q_index, item in enumerate(qa):
-        where = f"{sample_id} qa[{q_index}]"
-        if not isinstance(item, dict) or not isinstance(item.get("question"), str):
-            raise import_error(name, sample_id, f"qa[{q_index}].question", "missing question")
-        category = item.get("category")
-        if not isinstance(category, int) or isinstance(category, bool):
-            raise import_error(
-                name,
-                sample_id,
-                f"qa[{q_index}].category",
-                f"must be an integer category id, got {category!r}",
-            )
-        if category not in mapping:
-            report.skip(where, f"unknown category {category!r}")
-            continue
-        probe: dict[str, Any] = {
-            "id": f"q{q_index + 1}",
-            "question": item["question"],
-            "category": mapping[category],
-            "metadata": {"locomo_category": category},
-        }
-        keys, unreadable = _evidence(item.get("evidence"), report)
-        evidence = [by_key[k] for k in keys if k in by_key]
-        missing = [k for k in keys if k not in by_key] + unreadable
-        if missing:
-            probe["metadata"]["missing_evidence"] = missing
-            report.skip(f"{where} evidence", f"names no turn: {', '.join(missing)}")
-        if category == 5:
-            wrong = item.get("adversarial_answer", item.get("answer"))
-            if wrong is not None:
-                probe["metadata"]["wrong_answers"] = [str(wrong)]
+        probe = _probe(name, sample_id, q_index, item, mapping, texts, by_key, report)
+        if probe is not None:
             probes.append(probe)
-            continue
-        answer = item.get("answer")
-        if answer is not None and not scalar(answer):
-            raise import_error(
-                name, sample_id, f"qa[{q_index}].answer", f"must be a string, got {answer!r}"
-            )
-        if answer is None or str(answer).strip() == "":
-            report.skip(where, "no answer")
-            continue
-        answer = str(answer).strip()
-        probe["answers"] = [answer]
-        probe["evidence"] = evidence
-        if contains_answer(item["question"], answer):
-            if not _CHOICE.search(item["question"]):
-                report.skip(where, f"answer {answer!r} appears in its own question")
-                continue
-            probe["metadata"]["answer_in_question"] = True
-            report.choice_questions += 1
-        evidence_text = "\n".join(texts[e] for e in evidence)
-        if (
-            probe["metadata"].get("answer_in_question")
-            or not evidence
-            or not contains_answer(evidence_text, answer)
-        ):
-            probe["derived"] = True
-            report.derived += 1
-        probes.append(probe)
     report.dialogues += 1
     report.turns += len(texts)
     report.probes += len(probes)
@@ -273,6 +173,146 @@ def _convert(
         "sessions": sessions,
         "probes": probes,
     }
+
+
+def _sessions(
+    name: str, sample_id: str, conv: dict[str, Any], report: LocomoReport
+) -> list[dict[str, Any]]:
+    """The record's ``session_N`` lists as dialogue sessions in session order; sessions without
+    a usable turn are skipped (and reported), a dia_id seen in an earlier session too."""
+    keys: dict[int, str] = {}
+    for key in conv:
+        if (m := _SESSION.match(key)) and keys.setdefault(int(m.group(1)), key) != key:
+            raise import_error(
+                name, sample_id, f"conversation.{key}", f"same session as {keys[int(m.group(1))]}"
+            )
+    sessions: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for n, key in sorted(keys.items()):
+        raw = conv[key]
+        if not isinstance(raw, list):
+            raise import_error(name, sample_id, f"conversation.{key}", "must be a list")
+        turns = _turns(name, sample_id, n, key, raw, conv["speaker_a"], seen, report)
+        if not turns:
+            report.skip(f"{sample_id} session_{n}", "session has no usable turns")
+            continue
+        session: dict[str, Any] = {"id": f"session-{n}", "turns": turns}
+        date = conv.get(f"{key}_date_time")
+        if date is not None and not scalar(date):
+            raise import_error(
+                name, sample_id, f"conversation.{key}_date_time", f"must be a string, got {date!r}"
+            )
+        if date:
+            session["date"] = str(date)
+        sessions.append(session)
+    return sessions
+
+
+def _turns(
+    name: str,
+    sample_id: str,
+    n: int,
+    key: str,
+    raw: list[Any],
+    speaker_a: str,
+    seen: set[str],
+    report: LocomoReport,
+) -> list[dict[str, str]]:
+    """One session's turns (``speaker_a`` speaks as the user); ``seen`` holds the dia_ids taken."""
+    turns = []
+    for t_index, turn in enumerate(raw):
+        where = f"{sample_id} session_{n}[{t_index}]"
+        field_ = f"conversation.{key}[{t_index}]"
+        if not isinstance(turn, dict) or "speaker" not in turn or "dia_id" not in turn:
+            raise import_error(name, sample_id, field_, "a turn needs speaker, dia_id and text")
+        for part in ("speaker", "dia_id", "text", "blip_caption"):
+            value = turn.get(part)
+            if not (scalar(value) or (value is None and part in ("text", "blip_caption"))):
+                raise import_error(
+                    name, sample_id, f"{field_}.{part}", f"must be a string, got {value!r}"
+                )
+        text = _turn_text(turn)
+        if not text:
+            report.skip(where, "turn has neither text nor an image caption")
+            continue
+        tid = str(turn["dia_id"]).replace(" ", "")
+        if tid in seen:
+            report.skip(where, f"duplicate dia_id {tid!r}")
+            continue
+        seen.add(tid)
+        role = "user" if turn["speaker"] == speaker_a else "assistant"
+        turns.append({role: text, "id": tid})
+    return turns
+
+
+def _probe(
+    name: str,
+    sample_id: str,
+    q_index: int,
+    item: Any,
+    mapping: dict[int, str],
+    texts: dict[str, str],
+    by_key: dict[str, str],
+    report: LocomoReport,
+) -> dict[str, Any] | None:
+    """The probe of one ``qa`` item; None (reported) when it is skipped."""
+    where = f"{sample_id} qa[{q_index}]"
+    if not isinstance(item, dict) or not isinstance(item.get("question"), str):
+        raise import_error(name, sample_id, f"qa[{q_index}].question", "missing question")
+    category = item.get("category")
+    if not isinstance(category, int) or isinstance(category, bool):
+        raise import_error(
+            name,
+            sample_id,
+            f"qa[{q_index}].category",
+            f"must be an integer category id, got {category!r}",
+        )
+    if category not in mapping:
+        report.skip(where, f"unknown category {category!r}")
+        return None
+    probe: dict[str, Any] = {
+        "id": f"q{q_index + 1}",
+        "question": item["question"],
+        "category": mapping[category],
+        "metadata": {"locomo_category": category},
+    }
+    keys, unreadable = _evidence(item.get("evidence"), report)
+    evidence = [by_key[k] for k in keys if k in by_key]
+    missing = [k for k in keys if k not in by_key] + unreadable
+    if missing:
+        probe["metadata"]["missing_evidence"] = missing
+        report.skip(f"{where} evidence", f"names no turn: {', '.join(missing)}")
+    if category == 5:
+        wrong = item.get("adversarial_answer", item.get("answer"))
+        if wrong is not None:
+            probe["metadata"]["wrong_answers"] = [str(wrong)]
+        return probe
+    answer = item.get("answer")
+    if answer is not None and not scalar(answer):
+        raise import_error(
+            name, sample_id, f"qa[{q_index}].answer", f"must be a string, got {answer!r}"
+        )
+    if answer is None or str(answer).strip() == "":
+        report.skip(where, "no answer")
+        return None
+    answer = str(answer).strip()
+    probe["answers"] = [answer]
+    probe["evidence"] = evidence
+    if contains_answer(item["question"], answer):
+        if not _CHOICE.search(item["question"]):
+            report.skip(where, f"answer {answer!r} appears in its own question")
+            return None
+        probe["metadata"]["answer_in_question"] = True
+        report.choice_questions += 1
+    evidence_text = "\n".join(texts[e] for e in evidence)
+    if (
+        probe["metadata"].get("answer_in_question")
+        or not evidence
+        or not contains_answer(evidence_text, answer)
+    ):
+        probe["derived"] = True
+        report.derived += 1
+    return probe
 
 
 def import_locomo(
