@@ -307,110 +307,134 @@ def _parse_probes(raw: Any, did: str | None, turns: list[Turn], out: _Collector)
         out.add(did, "probes", "must be a list")
         return []
     by_id = {t.id: t for t in turns}
-    last = turns[-1].id if turns else ""
     probes: list[Probe] = []
     seen: set[str] = set()
     for pi, p in enumerate(raw):
         if not isinstance(p, dict):
             out.add(did, f"probes[{pi}]", "must be a mapping")
             continue
-        pid = p.get("id")
-        where = f"probes[{pid}]" if isinstance(pid, str) and pid else f"probes[{pi}]"
-        for key in sorted(set(p) - _PROBE_KEYS):
-            out.add(
-                did, f"{where}.{key}", f"unknown key (allowed: {', '.join(sorted(_PROBE_KEYS))})"
-            )
-        if not isinstance(pid, str) or not pid.strip() or not pid.isprintable():
-            out.add(did, f"{where}.id", f"must be a non-empty printable string, got {pid!r}")
-            pid = f"probe-{pi + 1}"
-        if pid in seen:
-            out.add(did, f"{where}.id", f"duplicate probe id '{pid}'")
-        seen.add(pid)
-        question = p.get("question")
-        if not isinstance(question, str) or not question.strip():
-            out.add(did, f"{where}.question", "must be a non-empty string")
-            question = ""
-        category = p.get("category")
-        if category not in CATEGORIES:
-            out.add(
-                did,
-                f"{where}.category",
-                f"must be one of {', '.join(CATEGORIES)}, got {category!r}",
-            )
-        answers = _str_list(p.get("answers"), did, f"{where}.answers", out)
-        stale = _str_list(p.get("stale"), did, f"{where}.stale", out)
-        evidence = _str_list(p.get("evidence"), did, f"{where}.evidence", out)
-        derived = p.get("derived", False)
-        if not isinstance(derived, bool):
-            out.add(did, f"{where}.derived", "must be true or false")
-            derived = False
-        metadata = p.get("metadata") or {}
-        if not isinstance(metadata, dict):
-            out.add(did, f"{where}.metadata", "must be a mapping")
-            metadata = {}
-        after = p.get("after", last)
-        if not isinstance(after, str) or after not in by_id:
-            out.add(did, f"{where}.after", f"names no turn: {after!r}")
-            after_index = len(turns)
-        else:
-            after_index = by_id[after].index
-        for eid in evidence:
-            if eid not in by_id:
-                out.add(did, f"{where}.evidence", f"names no turn: '{eid}'")
-            elif by_id[eid].index > after_index:
-                out.add(did, f"{where}.evidence", f"turn '{eid}' comes after the probe ('{after}')")
-        if category == "abstention":
-            if answers:
-                out.add(did, f"{where}.answers", "an abstention probe must have no answers")
-        elif category in CATEGORIES and not answers:
-            out.add(did, f"{where}.answers", "a non-abstention probe needs at least one answer")
-        if not derived:
-            for answer in answers:
-                if contains_answer(question, answer):
-                    out.add(
-                        did,
-                        f"{where}.answers",
-                        f"answer '{answer}' already appears in the question "
-                        "(rephrase it, or set derived: true for a choice question)",
-                    )
-        if answers and not derived:
-            if not evidence:
-                out.add(
-                    did, f"{where}.evidence", "needs at least one turn id (or set derived: true)"
-                )
-            else:
-                evidence_text = "\n".join(by_id[e].text for e in evidence if e in by_id)
-                if find_any(evidence_text, list(answers)) is None:
-                    listed = ", ".join(f"'{a}'" for a in answers)
-                    out.add(
-                        did,
-                        f"{where}.answers",
-                        f"none of the accepted answers ({listed}) appears in an evidence turn; "
-                        "one must (fix the evidence or set derived: true)",
-                    )
-        if stale:
-            earlier = "\n".join(t.text for t in turns if t.index <= after_index)
-            if find_any(earlier, list(stale)) is None:
-                listed = ", ".join(f"'{a}'" for a in stale)
+        probes.append(_parse_probe(pi, p, did, turns, by_id, seen, out))
+    return probes
+
+
+def _parse_probe(
+    pi: int,
+    p: dict[str, Any],
+    did: str | None,
+    turns: list[Turn],
+    by_id: dict[str, Turn],
+    seen: set[str],
+    out: _Collector,
+) -> Probe:
+    """Probe ``pi`` of a dialogue, its problems added to ``out``; ``seen`` holds the ids taken."""
+    last = turns[-1].id if turns else ""
+    pid = p.get("id")
+    where = f"probes[{pid}]" if isinstance(pid, str) and pid else f"probes[{pi}]"
+    for key in sorted(set(p) - _PROBE_KEYS):
+        out.add(did, f"{where}.{key}", f"unknown key (allowed: {', '.join(sorted(_PROBE_KEYS))})")
+    if not isinstance(pid, str) or not pid.strip() or not pid.isprintable():
+        out.add(did, f"{where}.id", f"must be a non-empty printable string, got {pid!r}")
+        pid = f"probe-{pi + 1}"
+    if pid in seen:
+        out.add(did, f"{where}.id", f"duplicate probe id '{pid}'")
+    seen.add(pid)
+    question = p.get("question")
+    if not isinstance(question, str) or not question.strip():
+        out.add(did, f"{where}.question", "must be a non-empty string")
+        question = ""
+    category = p.get("category")
+    if category not in CATEGORIES:
+        out.add(
+            did,
+            f"{where}.category",
+            f"must be one of {', '.join(CATEGORIES)}, got {category!r}",
+        )
+    answers = _str_list(p.get("answers"), did, f"{where}.answers", out)
+    stale = _str_list(p.get("stale"), did, f"{where}.stale", out)
+    evidence = _str_list(p.get("evidence"), did, f"{where}.evidence", out)
+    derived = p.get("derived", False)
+    if not isinstance(derived, bool):
+        out.add(did, f"{where}.derived", "must be true or false")
+        derived = False
+    metadata = p.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        out.add(did, f"{where}.metadata", "must be a mapping")
+        metadata = {}
+    after = p.get("after", last)
+    probe = Probe(
+        id=pid,
+        after=after if isinstance(after, str) else last,
+        question=question,
+        answers=answers,
+        stale=stale,
+        evidence=evidence,
+        category=category if isinstance(category, str) else "",
+        derived=derived,
+        metadata=metadata,
+    )
+    _check_against_turns(probe, after, did, where, turns, by_id, out)
+    return probe
+
+
+def _check_against_turns(
+    probe: Probe,
+    after: Any,
+    did: str | None,
+    where: str,
+    turns: list[Turn],
+    by_id: dict[str, Turn],
+    out: _Collector,
+) -> None:
+    """The problems of a probe with its dialogue's turns: ``after`` (as written) and the evidence
+    name turns before it, its answers are in the evidence and not in the question, its stale
+    answers in an earlier turn."""
+    if not isinstance(after, str) or after not in by_id:
+        out.add(did, f"{where}.after", f"names no turn: {after!r}")
+        after_index = len(turns)
+    else:
+        after_index = by_id[after].index
+    for eid in probe.evidence:
+        if eid not in by_id:
+            out.add(did, f"{where}.evidence", f"names no turn: '{eid}'")
+        elif by_id[eid].index > after_index:
+            out.add(did, f"{where}.evidence", f"turn '{eid}' comes after the probe ('{after}')")
+    answers, derived = probe.answers, probe.derived
+    if probe.category == "abstention":
+        if answers:
+            out.add(did, f"{where}.answers", "an abstention probe must have no answers")
+    elif probe.category in CATEGORIES and not answers:
+        out.add(did, f"{where}.answers", "a non-abstention probe needs at least one answer")
+    if not derived:
+        for answer in answers:
+            if contains_answer(probe.question, answer):
                 out.add(
                     did,
-                    f"{where}.stale",
-                    f"none of the stale answers ({listed}) appears in an earlier turn",
+                    f"{where}.answers",
+                    f"answer '{answer}' already appears in the question "
+                    "(rephrase it, or set derived: true for a choice question)",
                 )
-        probes.append(
-            Probe(
-                id=pid,
-                after=after if isinstance(after, str) else last,
-                question=question,
-                answers=answers,
-                stale=stale,
-                evidence=evidence,
-                category=category if isinstance(category, str) else "",
-                derived=derived,
-                metadata=metadata,
+    if answers and not derived:
+        if not probe.evidence:
+            out.add(did, f"{where}.evidence", "needs at least one turn id (or set derived: true)")
+        else:
+            evidence_text = "\n".join(by_id[e].text for e in probe.evidence if e in by_id)
+            if find_any(evidence_text, list(answers)) is None:
+                listed = ", ".join(f"'{a}'" for a in answers)
+                out.add(
+                    did,
+                    f"{where}.answers",
+                    f"none of the accepted answers ({listed}) appears in an evidence turn; "
+                    "one must (fix the evidence or set derived: true)",
+                )
+    if probe.stale:
+        earlier = "\n".join(t.text for t in turns if t.index <= after_index)
+        if find_any(earlier, list(probe.stale)) is None:
+            listed = ", ".join(f"'{a}'" for a in probe.stale)
+            out.add(
+                did,
+                f"{where}.stale",
+                f"none of the stale answers ({listed}) appears in an earlier turn",
             )
-        )
-    return probes
 
 
 def check_file(path: Path) -> tuple[list[Dialogue], list[Problem]]:
