@@ -16,13 +16,7 @@ from memory_lab.memories.protocol import Exchange
 from memory_lab.memories.registry import MemorySpec, parse_memory_spec
 from memory_lab.models.tokens import count_tokens
 from memory_lab.prompt import INPUT_KEY, render_prompt
-from memory_lab.runner import (
-    Cell,
-    RunModels,
-    exchanges,
-    quiet_classic_deprecations,
-    session_ends,
-)
+from memory_lab.runner import RunModels, exchanges, open_cell, replayed
 from memory_lab.sources import builtin_suites, load_dialogues
 
 # Lines that start a new part of a context: a buffered exchange, a retrieved vector snippet
@@ -181,22 +175,15 @@ def inspect_memory(
     dialogue = resolve_dialogue(dialogue)
     target = _find_exchange(dialogue, at_turn)
     models = models or RunModels.create(record_prompts=False)
-    with quiet_classic_deprecations():
-        cell = Cell(spec, dialogue, models)
-        try:
-            spent = 0
-            exs = exchanges(dialogue)
-            ends = session_ends(dialogue, exs)
-            for ex in exs[: target.index + (query is not None)]:
-                spent += cell.replay_exchange(ex, ends[ex.index])[0].memory_tokens
-            cell.at(target)
-            user_input = target.user if query is None else query
-            context = cell.memory_context(user_input)
-            spent += cell.maintenance()[0].total
-            snapshot = cell.snapshot()
-            summary = snapshot.get("summary")
-        finally:
-            cell.close()
+    with open_cell(spec, dialogue, models) as cell:
+        saved = replayed(cell, target.index + (query is not None))
+        spent = sum(records[0].memory_tokens for _, records in saved)
+        cell.at(target)
+        user_input = target.user if query is None else query
+        context = cell.memory_context(user_input)
+        spent += cell.maintenance()[0].total
+        snapshot = cell.snapshot()
+        summary = snapshot.get("summary")
     prompt = render_prompt(context, user_input)
     return MemoryView(
         memory=spec.label,

@@ -341,6 +341,15 @@ class Answerer:
     judge: Any = None
     judge_meter: Meter = field(default_factory=Meter)
 
+    def invoke(self, text: str, chain: Any = None) -> tuple[str, str, Usage]:
+        """Ask ``chain`` (default: this answerer's own) through this reader; the reply, the
+        exact prompt the model saw, and the model's usage for this call alone."""
+        self.meter.take()
+        self.callback.take_prompts()
+        reply = str((self.chain if chain is None else chain).invoke({INPUT_KEY: text})[OUTPUT_KEY])
+        prompts = self.callback.take_prompts()
+        return reply, prompts[-1] if prompts else "", self.meter.take()
+
 
 @dataclass
 class Recalled:
@@ -397,60 +406,50 @@ class Cell:
             raise
 
     def _build(self, spec: MemorySpec, dialogue: Dialogue, models: RunModels) -> None:
-        from langchain_classic.chains import ConversationChain
-
         config = models.config
         self.turn_text = {t.id: t.text for t in dialogue.turns}
         self.turn_session = {t.id: t.session_id for t in dialogue.turns}
         self.memory = build_memory(spec, self.resources)
         self.resources.on_close(self.memory.close)
-        self.answer_meter = Meter()
-        self.answer_callback = MeterCallback(self.answer_meter)
-        reader = models.chat_model(config.llm, "reader")
-        reader.callbacks = [self.answer_callback]
         self.view = PromptMemory(
             memory=self.memory, limit=config.context_limit, style=config.answer_style
         )
-        self.judge = None
-        self.judge_meter = Meter()
-        if config.judge:
-            self.judge = models.judge_panel(self.judge_meter)
-        self.chain = ConversationChain(
-            llm=reader,
-            prompt=answer_prompt(config.answer_style),
-            memory=self.view,
-            input_key=INPUT_KEY,
-            output_key=OUTPUT_KEY,
-        )
-        self.answerers = [self._new_answerer(reader, self.answer_meter, self.answer_callback)]
-        self.answerers[0].judge = self.judge
-        self.answerers[0].judge_meter = self.judge_meter
+        # answerer 0 is the cell's own reader and judge: its chain over ``view`` replays live
+        # turns (``_invoke``), its chain over a fixed context answers probes
+        own = self._new_answerer()
+        self.answerers = [own]
+        self.chain = self._answer_chain(own.chain.llm, self.view)
 
-    def _new_answerer(self, reader: Any, meter: Meter, callback: MeterCallback) -> Answerer:
+    def _answer_chain(self, reader: Any, memory: BaseMemory) -> Any:
+        """The answering chain: ``reader`` with the run's answer prompt over ``memory``."""
         from langchain_classic.chains import ConversationChain
 
-        view = FixedContext()
-        chain = ConversationChain(
+        return ConversationChain(
             llm=reader,
             prompt=answer_prompt(self.models.config.answer_style),
-            memory=view,
+            memory=memory,
             input_key=INPUT_KEY,
             output_key=OUTPUT_KEY,
         )
-        return Answerer(chain, view, meter, callback)
+
+    def _new_answerer(self) -> Answerer:
+        """A reader over a ``FixedContext`` with a meter of its own, and the run's judge (if
+        any) with another."""
+        config = self.models.config
+        meter = Meter()
+        callback = MeterCallback(meter)
+        reader = self.models.chat_model(config.llm, "reader")
+        reader.callbacks = [callback]
+        view = FixedContext()
+        answerer = Answerer(self._answer_chain(reader, view), view, meter, callback)
+        if config.judge:
+            answerer.judge = self.models.judge_panel(answerer.judge_meter)
+        return answerer
 
     def _answerer(self, n: int) -> Answerer:
         """The ``n``-th answerer (0: the cell's own reader and judge; others made on demand)."""
         while len(self.answerers) <= n:
-            config = self.models.config
-            meter = Meter()
-            callback = MeterCallback(meter)
-            reader = self.models.chat_model(config.llm, "reader")
-            reader.callbacks = [callback]
-            answerer = self._new_answerer(reader, meter, callback)
-            if config.judge:
-                answerer.judge = self.models.judge_panel(answerer.judge_meter)
-            self.answerers.append(answerer)
+            self.answerers.append(self._new_answerer())
         return self.answerers[n]
 
     def _role_model(self, role: str, meter: Meter, name: str | None = None) -> Any:
@@ -553,12 +552,8 @@ class Cell:
         ]
 
     def _invoke(self, text: str) -> tuple[str, str, Usage]:
-        """Ask the chain; the reply, the exact prompt the model saw, and the model's usage."""
-        self.answer_meter.take()
-        self.answer_callback.take_prompts()
-        reply = str(self.chain.invoke({INPUT_KEY: text})[OUTPUT_KEY])
-        prompts = self.answer_callback.take_prompts()
-        return reply, prompts[-1] if prompts else "", self.answer_meter.take()
+        """Ask the chain over the memory's view (a live turn) with answerer 0's reader."""
+        return self.answerers[0].invoke(text, self.chain)
 
     def replay_exchange(
         self, ex: Exchange, ends_session: int | None = None
@@ -652,13 +647,9 @@ class Cell:
         """Answer a recalled probe with ``answerer`` (safe in a thread) and score the reply."""
         started = time.perf_counter()
         answerer.view.context = recalled.context
-        answerer.meter.take()
-        answerer.callback.take_prompts()
         answering = time.perf_counter()
-        reply = str(answerer.chain.invoke({INPUT_KEY: probe.question})[OUTPUT_KEY])
+        reply, prompt, answer_usage = answerer.invoke(probe.question)
         answer_seconds = time.perf_counter() - answering
-        prompts = answerer.callback.take_prompts()
-        prompt, answer_usage = prompts[-1] if prompts else "", answerer.meter.take()
         memory_usage = recalled.usage
         context = recalled.context
         counted_prompt = count_tokens(prompt)
@@ -752,21 +743,32 @@ def replay_dialogue(
 
     Returns the memory's footprint at the dialogue's end (tokens held; None with no exchange).
     """
+    with open_cell(spec, dialogue, models) as cell:
+        exs = exchanges(dialogue)
+        where = {tid: ex for ex in exs for tid in ex.turn_ids}
+        due: dict[int, list[Probe]] = {}
+        for probe in dialogue.probes:
+            due.setdefault(where[probe.after].index, []).append(probe)
+        for ex, records in replayed(cell):
+            for record in records:
+                emit(record.to_dict())
+            for probe_record in cell.ask_all(due.get(ex.index, []), ex):
+                emit(probe_record.to_dict())
+            if on_exchange is not None:
+                on_exchange()
+    return cell.held
+
+
+@contextmanager
+def open_cell(
+    spec: MemorySpec, dialogue: Dialogue, models: RunModels, cell_id: str | None = None
+) -> Iterator[Cell]:
+    """A fresh ``Cell`` (classic memories' deprecation warnings quiet), closed at the end; an
+    error while closing after the replay's own error is noted on that error, not raised."""
     with quiet_classic_deprecations():
-        cell = Cell(spec, dialogue, models)
+        cell = Cell(spec, dialogue, models, cell_id)
         try:
-            exs = exchanges(dialogue)
-            where = {tid: ex for ex in exs for tid in ex.turn_ids}
-            due: dict[int, list[Probe]] = {}
-            for probe in dialogue.probes:
-                due.setdefault(where[probe.after].index, []).append(probe)
-            for ex, ends in zip(exs, session_ends(dialogue, exs), strict=True):
-                for record in cell.replay_exchange(ex, ends):
-                    emit(record.to_dict())
-                for probe_record in cell.ask_all(due.get(ex.index, []), ex):
-                    emit(probe_record.to_dict())
-                if on_exchange is not None:
-                    on_exchange()
+            yield cell
         except BaseException as exc:
             try:
                 cell.close()
@@ -774,7 +776,17 @@ def replay_dialogue(
                 exc.add_note(f"while closing the cell: {type(close_error).__name__}: {close_error}")
             raise
         cell.close()
-        return cell.held
+
+
+def replayed(
+    cell: Cell, count: int | None = None
+) -> Iterator[tuple[Exchange, list[TurnRecord | UsageRecord]]]:
+    """Hand the cell's dialogue to it exchange by exchange (the first ``count``; default all),
+    each session's last exchange ending its session; yields each exchange with its records."""
+    exs = exchanges(cell.dialogue)
+    ends = session_ends(cell.dialogue, exs)
+    for ex, end in zip(exs[:count], ends, strict=False):
+        yield ex, cell.replay_exchange(ex, end)
 
 
 def in_threads(job: Callable[[int, int], Any], count: int, width: int) -> Iterator[Any]:
