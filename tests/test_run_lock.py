@@ -6,14 +6,12 @@ or a real run of the command line held mid-cell by ``MEMORY_LAB_FAULT=record:N:h
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -25,8 +23,8 @@ from memory_lab.run_guard import CHECKSUM_KEY, LOCK_FILE, FolderInUse, hold_fold
 
 from .conftest import FIXTURES
 from .fault_runs import group_members, records_of, wait_for_empty_group
+from .processes import CLI, session_processes, wait_until
 
-ROOT = Path(__file__).resolve().parent.parent
 MEMORIES = ["buffer", "window:k=1"]
 SOURCE = str(FIXTURES / "dialogues" / "mini.yaml")
 HOLD = """\
@@ -81,25 +79,8 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 @pytest.fixture
 def processes():
     """Start real processes (each in a session of its own); none outlives the test."""
-    started: list[subprocess.Popen] = []
-
-    def start(argv: list[str], env: dict[str, str] | None = None, **kwargs) -> subprocess.Popen:
-        proc = subprocess.Popen(
-            argv,
-            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-            start_new_session=True,
-            text=True,
-            **kwargs,
-        )
-        started.append(proc)
-        return proc
-
-    yield start
-    for proc in started:
-        if wait_for_empty_group(proc.pid, 0):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+    with session_processes() as start:
+        yield start
 
 
 @pytest.fixture
@@ -146,13 +127,10 @@ def test_resume_of_a_live_run_is_refused_and_leaves_it_running_untouched(
     tmp_path, processes, capsys, reference
 ):
     out = tmp_path / "run"
-    cli = [sys.executable, "-m", "memory_lab.cli", *run_argv(out)]
+    cli = [*CLI, *run_argv(out)]
     proc = processes(cli, env={"MEMORY_LAB_FAULT": "record:3:hang"}, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while not list(out.glob("parts/*.partial")):  # the first cell is under way, then stalls
-        assert proc.poll() is None, proc.stderr.read()
-        assert time.monotonic() < deadline, "the run never got there"
-        time.sleep(0.05)
+    # the first cell is under way, then stalls
+    wait_until(lambda: list(out.glob("parts/*.partial")), proc)
     before = snapshot(out)
     assert main(["run", "--resume", str(out), "--quiet"]) == 2
     err = one_line_error(capsys)
@@ -170,13 +148,10 @@ def test_jobs_workers_do_not_hold_the_lock_and_a_resume_after_kill_9_works(
     tmp_path, processes, capsys, reference
 ):
     out = tmp_path / "run"
-    cli = [sys.executable, "-m", "memory_lab.cli", *run_argv(out, "--jobs", "2")]
+    cli = [*CLI, *run_argv(out, "--jobs", "2")]
     proc = processes(cli, env={"MEMORY_LAB_FAULT": "record:3:hang"}, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 180
-    while len(list(out.glob("parts/*.partial"))) < 2:  # both workers mid-cell, stalled
-        assert proc.poll() is None, proc.stderr.read()
-        assert time.monotonic() < deadline, "the run never got there"
-        time.sleep(0.05)
+    # both workers mid-cell, stalled
+    wait_until(lambda: len(list(out.glob("parts/*.partial"))) >= 2, proc, 180)
     lock = (out / LOCK_FILE).resolve()
 
     def holds_lock(pid: int) -> bool:

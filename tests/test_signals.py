@@ -8,12 +8,10 @@ while cells are running and completed cells wait to be kept.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -28,8 +26,7 @@ from .fault_runs import (
     run_argv,
     wait_for_empty_group,
 )
-
-ROOT = Path(__file__).resolve().parent.parent
+from .processes import CLI, session_processes, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -42,36 +39,15 @@ def reference(tmp_path_factory):
 def start():
     """Start the CLI in a session of its own, held at its N-th record; whatever the test
     asserts, nothing of the run's process group outlives the test."""
-    started = []
+    with session_processes() as start_process:
 
-    def start(argv: list[str], hang_at: int) -> subprocess.Popen:
-        fault = f"record:{hang_at}:hang"
-        env = {**os.environ, "MEMORY_LAB_FAULT": fault, "PYTHONPATH": str(ROOT)}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "memory_lab.cli", *argv],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            start_new_session=True,
-        )
-        started.append(proc)
-        return proc
+        def start(argv: list[str], hang_at: int) -> subprocess.Popen:
+            fault = {"MEMORY_LAB_FAULT": f"record:{hang_at}:hang"}
+            return start_process(
+                [*CLI, *argv], env=fault, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            )
 
-    yield start
-    for proc in started:
-        if wait_for_empty_group(proc.pid, 0):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-
-
-def wait_until(condition, proc: subprocess.Popen, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert proc.poll() is None, proc.stderr.read()
-        assert time.monotonic() < deadline, "the run never got there"
-        time.sleep(0.05)
+        yield start
 
 
 def committed_cells(out: Path) -> int:

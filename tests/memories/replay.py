@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from memory_lab import parse_memory_spec
-from memory_lab.memories.protocol import Query
+from memory_lab.memories.protocol import Exchange, Query
 from memory_lab.runner import Cell, exchanges
 
 
@@ -48,3 +51,59 @@ def run_isolated(spec: str, dialogue, tmp_path, monkeypatch) -> tuple[list, list
         if isinstance(a, tuple) and a and a[0] not in ("127.0.0.1", "::1", "localhost")
     ]
     return sorted(p for p in home.rglob("*")), remote
+
+
+def exchange(index: int, user: str, assistant: str = "Noted.", date: str = "2026-01-05"):
+    """Exchange ``index`` of session s1: one user line (turn u<index>) and one reply (a<index>)."""
+    return Exchange(index, user, assistant, f"u{index}", (f"a{index}",), "s1", date)
+
+
+@dataclass
+class MockRuns:
+    """One memory run twice against the OpenAI mock, the rerun over the first run's call cache."""
+
+    failed_cells: list[int]  # of each run
+    requests: list[dict]  # the first run's chat request bodies
+    first_calls: int  # chat calls the first run made
+    again_calls: int  # chat calls the rerun made
+    turns: Any  # the first run's turn records (a DataFrame)
+    rerun_turns: Any
+
+
+def run_twice_on_mock(spec: str, dialogue, tmp_path, monkeypatch, **mock_settings) -> MockRuns:
+    """Run ``spec`` over ``dialogue`` twice (folders ``first`` and ``again``) with its memory
+    model ``openai:gpt-4o-mini`` served by the loopback OpenAI mock, no retries;
+    ``mock_settings`` set the mock's ``reply`` or ``tool_calls`` (the 'model' behind it)."""
+    from memory_lab import read_results, resolve_memories, run_benchmark
+
+    from ..models.openai_mock import OpenAIMock
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("MEMORY_LAB_MAX_RETRIES", "0")
+    outcomes = []
+    with OpenAIMock() as mock:
+        for name, value in mock_settings.items():
+            setattr(mock, name, value)
+        for run in ("first", "again"):
+            outcomes.append(
+                run_benchmark(
+                    resolve_memories([spec]),
+                    [dialogue],
+                    tmp_path / run,
+                    memory_llm="openai:gpt-4o-mini",
+                    base_url=mock.base_url,
+                    progress=False,
+                )
+            )
+            if run == "first":
+                requests = [r["body"] for r in mock.requests if r["kind"] == "chat"]
+                first_calls = mock.calls("chat")
+        again_calls = mock.calls("chat") - first_calls
+    return MockRuns(
+        failed_cells=[o.failed_cells for o in outcomes],
+        requests=requests,
+        first_calls=first_calls,
+        again_calls=again_calls,
+        turns=read_results(outcomes[0].path).turns,
+        rerun_turns=read_results(outcomes[1].path).turns,
+    )

@@ -7,18 +7,13 @@ import dataclasses
 import psycopg
 import pytest
 
-from memory_lab import parse_memory_spec, read_results, resolve_memories, run_benchmark
+from memory_lab import parse_memory_spec
 from memory_lab.memories import MemorySpecError, tokens_held
-from memory_lab.memories.protocol import Exchange, Query
+from memory_lab.memories.protocol import Query
 from memory_lab.memories.registry import preflight_memories
-from memory_lab.runner import Cell, exchanges
 
-from ..models.openai_mock import TOOL_CALL_USAGE, OpenAIMock
-from .replay import replayed, run_isolated
-
-
-def exchange(index: int, user: str, assistant: str = "Noted.", date: str = "2026-01-05"):
-    return Exchange(index, user, assistant, f"u{index}", (f"a{index}",), "s1", date)
+from ..models.openai_mock import TOOL_CALL_USAGE
+from .replay import exchange, replayed, run_isolated, run_twice_on_mock
 
 
 def test_parameters_are_checked_when_the_spec_is_parsed():
@@ -83,20 +78,17 @@ def test_recall_is_a_store_search_by_the_message_dated_and_naming_turns(nurse, r
 @pytest.mark.slow
 def test_the_store_on_postgres_holds_what_the_memory_store_holds(nurse, run_models, pgvector_url):
     models = dataclasses.replace(run_models, resources={"postgres": pgvector_url})
-    spec = parse_memory_spec("langmem:store=postgres")
-    preflight_memories([spec], {"postgres": pgvector_url})
+    preflight_memories([parse_memory_spec("langmem:store=postgres")], {"postgres": pgvector_url})
     results = []
-    for memory in (spec, parse_memory_spec("langmem")):
-        cell = Cell(memory, nurse, models)
-        for ex in exchanges(nurse):
-            cell.memory.observe(ex)
+    for memory in ("langmem:store=postgres", "langmem"):
+        cell = replayed(memory, nurse, models)
         results.append(
             (
                 sorted(cell.memory.held_texts()),
                 cell.memory.recall(Query("Which city do I live in?", "s2")),
             )
         )
-        if memory is spec:
+        if memory == "langmem:store=postgres":
             with psycopg.connect(pgvector_url) as conn:
                 held = conn.execute(
                     "SELECT count(*) FROM store WHERE prefix LIKE %s",
@@ -120,29 +112,12 @@ def _remember_first_line(body: dict) -> list[tuple[str, dict]]:
 def test_langmem_prompts_reach_the_provider_metered_and_a_rerun_is_cached(
     tmp_path, monkeypatch, seat_change
 ):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("MEMORY_LAB_MAX_RETRIES", "0")
-    outcomes = []
-    with OpenAIMock() as mock:
-        mock.tool_calls = _remember_first_line
-        for run in ("first", "again"):
-            outcomes.append(
-                run_benchmark(
-                    resolve_memories(["langmem"]),
-                    [seat_change],
-                    tmp_path / run,
-                    memory_llm="openai:gpt-4o-mini",
-                    base_url=mock.base_url,
-                    progress=False,
-                )
-            )
-            if run == "first":
-                requests = [r["body"] for r in mock.requests if r["kind"] == "chat"]
-                first_calls = mock.calls("chat")
-        again_calls = mock.calls("chat") - first_calls
-    assert [o.failed_cells for o in outcomes] == [0, 0]
-    turns = read_results(outcomes[0].path).turns
-    assert len(requests) == len(turns) == first_calls
+    runs = run_twice_on_mock(
+        "langmem", seat_change, tmp_path, monkeypatch, tool_calls=_remember_first_line
+    )
+    assert runs.failed_cells == [0, 0]
+    requests, turns = runs.requests, runs.turns
+    assert len(requests) == len(turns) == runs.first_calls
     # LangMem's own prompt and trustcall's tools, unchanged
     assert requests[0]["messages"][0]["content"] == "You are a memory subroutine for an AI."
     assert "long-term memory manager" in requests[0]["messages"][1]["content"]
@@ -155,9 +130,8 @@ def test_langmem_prompts_reach_the_provider_metered_and_a_rerun_is_cached(
     assert "<existing>" in requests[1]["messages"][0]["content"]
     assert (turns["memory_llm_calls"] == 1).all()
     assert (turns["memory_output_tokens"] == TOOL_CALL_USAGE["completion_tokens"]).all()
-    assert again_calls == 0  # the rerun's calls all came from the cache
-    rerun = read_results(outcomes[1].path).turns
-    assert list(rerun["memory_output_tokens"]) == list(turns["memory_output_tokens"])
+    assert runs.again_calls == 0  # the rerun's calls all came from the cache
+    assert list(runs.rerun_turns["memory_output_tokens"]) == list(turns["memory_output_tokens"])
 
 
 def test_a_run_writes_nothing_outside_its_folder_and_connects_nowhere(nurse, tmp_path, monkeypatch):

@@ -8,19 +8,13 @@ import json
 import psycopg
 import pytest
 
-from memory_lab import parse_memory_spec, read_results, resolve_memories, run_benchmark
+from memory_lab import parse_memory_spec
 from memory_lab.memories import MemorySpecError, tokens_held
 from memory_lab.memories.mem0 import pg_table
-from memory_lab.memories.protocol import Exchange, Query
+from memory_lab.memories.protocol import Query
 from memory_lab.memories.registry import preflight_memories
-from memory_lab.runner import Cell, exchanges
 
-from ..models.openai_mock import OpenAIMock
-from .replay import replayed, run_isolated
-
-
-def exchange(index: int, user: str, assistant: str = "Noted.", date: str = "2026-01-05"):
-    return Exchange(index, user, assistant, f"u{index}", (f"a{index}",), "s1", date)
+from .replay import exchange, replayed, run_isolated, run_twice_on_mock
 
 
 def test_parameters_are_checked_when_the_spec_is_parsed():
@@ -83,28 +77,9 @@ def _remember_first_line(body: dict) -> str:
 def test_mem0_prompts_reach_the_provider_metered_and_a_rerun_is_cached(
     tmp_path, monkeypatch, seat_change
 ):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("MEMORY_LAB_MAX_RETRIES", "0")
-    outcomes = []
-    with OpenAIMock() as mock:
-        mock.reply = _remember_first_line
-        for run in ("first", "again"):
-            outcomes.append(
-                run_benchmark(
-                    resolve_memories(["mem0"]),
-                    [seat_change],
-                    tmp_path / run,
-                    memory_llm="openai:gpt-4o-mini",
-                    base_url=mock.base_url,
-                    progress=False,
-                )
-            )
-            if run == "first":
-                requests = [r["body"] for r in mock.requests if r["kind"] == "chat"]
-                first_calls = mock.calls("chat")
-        again_calls = mock.calls("chat") - first_calls
-    assert [o.failed_cells for o in outcomes] == [0, 0]
-    turns = read_results(outcomes[0].path).turns
+    runs = run_twice_on_mock("mem0", seat_change, tmp_path, monkeypatch, reply=_remember_first_line)
+    assert runs.failed_cells == [0, 0]
+    requests, turns = runs.requests, runs.turns
     memory_requests = [r for r in requests if "Memory Extractor" in r["messages"][0]["content"]]
     assert len(memory_requests) == len(turns) == (turns["memory_llm_calls"] == 1).sum()
     # mem0's own prompts, unchanged but for the session's date
@@ -114,9 +89,8 @@ def test_mem0_prompts_reach_the_provider_metered_and_a_rerun_is_cached(
     assert "## Current Date\n2026-04-01" in memory_requests[0]["messages"][1]["content"]
     assert "## Current Date\n2026-05-10" in memory_requests[-1]["messages"][1]["content"]
     assert (turns["memory_output_tokens"] > 0).all()
-    assert again_calls == 0  # the rerun's calls all came from the cache
-    rerun = read_results(outcomes[1].path).turns
-    assert list(rerun["memory_output_tokens"]) == list(turns["memory_output_tokens"])
+    assert runs.again_calls == 0  # the rerun's calls all came from the cache
+    assert list(runs.rerun_turns["memory_output_tokens"]) == list(turns["memory_output_tokens"])
 
 
 def test_a_run_writes_nothing_outside_its_folder_and_connects_nowhere(nurse, tmp_path, monkeypatch):
@@ -138,11 +112,8 @@ def test_on_postgres_mem0_holds_and_recalls_what_it_holds_in_chroma(
     models = dataclasses.replace(run_models, resources={"postgres": pgvector_url})
     results = []
     for text in ("mem0:store=postgres", "mem0", "mem0:store=postgres,keep=true"):
-        spec = parse_memory_spec(text)
-        preflight_memories([spec], {"postgres": pgvector_url})
-        cell = Cell(spec, nurse, models)
-        for ex in exchanges(nurse):
-            cell.memory.observe(ex)
+        preflight_memories([parse_memory_spec(text)], {"postgres": pgvector_url})
+        cell = replayed(text, nurse, models)
         recall = cell.memory.recall(Query("Which city do I live in?", "s2"))
         results.append((sorted(cell.memory.held_texts()), [i.text for i in recall.items]))
         if "postgres" in text:

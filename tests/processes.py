@@ -1,0 +1,56 @@
+"""Real processes for the tests, each in a session of its own as a shell starts a command; none
+outlives its test (its whole process group is killed at the end)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from .fault_runs import wait_for_empty_group
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "memory_lab.cli"]  # the command line, as ``memory-lab``
+
+
+@contextlib.contextmanager
+def session_processes() -> Iterator[Callable[..., subprocess.Popen]]:
+    """A ``start(argv, env=None, **popen_options)`` that runs ``argv`` in a new session with
+    this checkout's ``memory_lab`` (``env`` added to the environment); on leaving, every
+    process group started that still has a live member is killed."""
+    started: list[subprocess.Popen] = []
+
+    def start(argv: list[str], env: dict[str, str] | None = None, **kwargs) -> subprocess.Popen:
+        proc = subprocess.Popen(
+            argv,
+            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+            start_new_session=True,
+            text=True,
+            **kwargs,
+        )
+        started.append(proc)
+        return proc
+
+    try:
+        yield start
+    finally:
+        for proc in started:
+            if wait_for_empty_group(proc.pid, 0):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+def wait_until(condition: Callable[[], object], proc: subprocess.Popen, seconds: float = 120):
+    """Wait for ``condition()``; fail with the process's stderr if it ends first, or after
+    ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "the run never got there"
+        time.sleep(0.05)
