@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memory_lab.importers import (
+from memory_lab.importers.common import (
     ImportReport,
     ImportResult,
     check_record,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memory_lab.importers import (
+from memory_lab.importers.common import (
     ImportReport,
     ImportResult,
     check_record,
