@@ -256,26 +256,38 @@ def _declare(
 
 
 _REGISTRY: dict[str, MemoryFactory] = {}
-_DEFERRED: list[Callable[[], Any]] = []
+_BUILTIN_MODULES: list[str] = []  # named by the package, imported at the first lookup
 
 
-def defer_registration(load: Callable[[], Any]) -> None:
-    """Run ``load`` (imports whose ``@register_memory`` decorators run) before the registry is
-    next read or written: how the ``memory_lab.memories`` package registers its built-ins
-    without importing them, and their libraries, with itself."""
-    _DEFERRED.append(load)
+def register_builtin_modules(modules: tuple[str, ...]) -> None:
+    """The modules whose memories are built in: each is imported (so its ``@register_memory``
+    decorators run) when the registry is first asked, and their memories are listed first, in
+    module order. How the ``memory_lab.memories`` package registers its memories without
+    importing them, and their libraries, with itself."""
+    _BUILTIN_MODULES.extend(modules)
 
 
 def _registry() -> dict[str, MemoryFactory]:
-    """The registered memories, once the deferred registrations have run (built-ins first)."""
-    while _DEFERRED:
-        load = _DEFERRED.pop(0)
+    """The registered memories, the built-in modules imported first (their memories first)."""
+    if _BUILTIN_MODULES:
+        modules = list(_BUILTIN_MODULES)
+        _BUILTIN_MODULES.clear()
         try:
-            load()
+            for module in modules:
+                importlib.import_module(module)
         except BaseException:
-            _DEFERRED.insert(0, load)  # tried again at the next lookup, as an import would be
+            _BUILTIN_MODULES[:0] = modules  # tried again at the next lookup, as imports are
             raise
+        # in module order, whichever a program imported first; the others after them
+        rank = {module: i for i, module in enumerate(modules)}
+        ordered = sorted(_REGISTRY.values(), key=lambda f: rank.get(f.build.__module__, len(rank)))
+        _REGISTRY.clear()
+        _REGISTRY.update((f.name, f) for f in ordered)
     return _REGISTRY
+
+
+def _is_builtin(module: str) -> bool:
+    return module == BUILTIN_PACKAGE or module.startswith(BUILTIN_PACKAGE + ".")
 
 
 def _source_of(fn: Callable[..., Any]) -> str | None:
@@ -285,7 +297,7 @@ def _source_of(fn: Callable[..., Any]) -> str | None:
     module = getattr(fn, "__module__", None) or "__main__"
     if module == "__main__" or "<locals>" in getattr(fn, "__qualname__", "<locals>"):
         return None
-    if module == BUILTIN_PACKAGE or module.startswith(BUILTIN_PACKAGE + "."):
+    if _is_builtin(module):
         return None
     return f"{module}:{fn.__name__}"
 
@@ -316,7 +328,10 @@ def register_memory(
         factory = _declare(
             name, fn, description, params, roles, _source_of(fn), roles_of, preflight
         )
-        _registry()[name] = factory
+        # a built-in registers as its module is imported; another memory after the built-ins,
+        # so it may replace one of them
+        registry = _REGISTRY if _is_builtin(getattr(fn, "__module__", "")) else _registry()
+        registry[name] = factory
         fn.memory_name = name  # type: ignore[attr-defined]
         return fn
 
