@@ -4,8 +4,9 @@ Implement ``context(query)`` (the text to put in the prompt) and ``remember(user
 It is a pydantic model, so fields declared on the class (``notes: list[str] = []``) are fresh per
 instance; the texts in those fields are what it holds (``held_texts``, its footprint).
 ``remember`` gets the user's line with its session date in front when the run has timestamps on
-(the default). Override ``observe``/``end_session`` instead when the memory needs turn ids,
-session dates or the end of a session.
+(the default; ``build_memory`` sets ``timestamps`` from the cell's resources). Override
+``observe``/``end_session`` instead when the memory needs turn ids, session dates or the end of
+a session.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from memory_lab.memories.protocol import (
     Query,
     Recall,
     SessionInfo,
+    as_memory,
     snapshot_texts,
 )
 
@@ -59,3 +61,9 @@ class TextMemory(BaseModel):
     @abstractmethod
     def remember(self, user: str, assistant: str) -> None:
         """Store one exchange."""
+
+
+@as_memory.register(TextMemory)
+def _with_timestamps(memory: TextMemory, res: Any, name: str) -> TextMemory:
+    memory.timestamps = getattr(res, "timestamps", True)
+    return memory

@@ -3,7 +3,8 @@
 The factories configure the langchain-classic classes as they are; nothing is reimplemented.
 ``ClassicMemory`` turns any LangChain ``BaseMemory`` that returns its context as a string under
 ``history`` into a ``Memory``: an exchange is ``save_context``, a recall is
-``load_memory_variables``, and the whole context is one item.
+``load_memory_variables``, and the whole context is one item. A factory may return the
+``BaseMemory`` itself: ``as_memory`` wraps it.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from memory_lab.memories.protocol import (
     Query,
     Recall,
     SessionInfo,
+    as_memory,
 )
-from memory_lab.memories.registry import ParamDoc, declare
+from memory_lab.memories.registry import ParamDoc, register_memory
 from memory_lab.prompt import INPUT_KEY, MEMORY_KEY, OUTPUT_KEY
 
 _COMMON = {"memory_key": MEMORY_KEY, "input_key": INPUT_KEY}
@@ -35,8 +37,9 @@ class ClassicMemory:
     ``kind`` labels the recalled item (verbatim, summary, retrieved); ``describe`` returns the
     inspector's snapshot of the wrapped class (its summary, its message count, ...); ``held``
     the texts it holds (``held_texts``, default ``classic_held``). With
-    ``timestamps`` each user line is saved with its session date in front, so a buffer, a
-    summary or a retrieved snippet shows when it was said.
+    ``timestamps`` (the run's, set by ``as_memory`` when the cell builds it) each user line is
+    saved with its session date in front, so a buffer, a summary or a retrieved snippet shows
+    when it was said.
     """
 
     timestamps: bool = True
@@ -113,6 +116,18 @@ class VectorMemory(ClassicMemory):
 TURN_IDS_KEY = "turn_ids"  # a vector document's source turn ids (JSON list) in its metadata
 
 
+@as_memory.register(ClassicMemory)
+def _with_timestamps(memory: ClassicMemory, res: Any, name: str) -> ClassicMemory:
+    memory.timestamps = getattr(res, "timestamps", True)
+    return memory
+
+
+@as_memory.register(BaseMemory)
+def _wrapped(memory: BaseMemory, res: Any, name: str) -> ClassicMemory:
+    """A LangChain memory a factory returned, behind the adapter."""
+    return _with_timestamps(ClassicMemory(memory, name), res, name)
+
+
 def _messages(memory: Any) -> dict[str, Any]:
     return {"messages": len(memory.chat_memory.messages)}
 
@@ -135,6 +150,7 @@ def classic_held(memory: Any) -> list[str]:
     return texts
 
 
+@register_memory("buffer", "Every exchange, verbatim (ConversationBufferMemory).")
 def buffer(res: MemoryResources) -> ClassicMemory:
     from langchain_classic.memory import ConversationBufferMemory
 
@@ -142,6 +158,11 @@ def buffer(res: MemoryResources) -> ClassicMemory:
     return ClassicMemory(memory, "buffer", "verbatim", _messages)
 
 
+@register_memory(
+    "window",
+    "The last k exchanges, verbatim (ConversationBufferWindowMemory).",
+    {"k": ParamDoc("exchanges kept (LangChain's default is 5)", min=1)},
+)
 def window(res: MemoryResources, k: int = 5) -> ClassicMemory:
     from langchain_classic.memory import ConversationBufferWindowMemory
 
@@ -149,6 +170,12 @@ def window(res: MemoryResources, k: int = 5) -> ClassicMemory:
     return ClassicMemory(memory, "window", "verbatim", _messages)
 
 
+@register_memory(
+    "summary",
+    "A running summary rewritten by the memory LLM after every exchange "
+    "(ConversationSummaryMemory).",
+    roles=("memory",),
+)
 def summary(res: MemoryResources) -> ClassicMemory:
     from langchain_classic.memory import ConversationSummaryMemory
 
@@ -158,6 +185,13 @@ def summary(res: MemoryResources) -> ClassicMemory:
     )
 
 
+@register_memory(
+    "summary_buffer",
+    "Recent exchanges verbatim up to a token limit, older ones folded into a summary "
+    "(ConversationSummaryBufferMemory).",
+    {"max_token_limit": ParamDoc("tokens of verbatim history kept before summarising", min=1)},
+    roles=("memory",),
+)
 def summary_buffer(res: MemoryResources, max_token_limit: int = 600) -> ClassicMemory:
     from langchain_classic.memory import ConversationSummaryBufferMemory
 
@@ -172,6 +206,12 @@ def summary_buffer(res: MemoryResources, max_token_limit: int = 600) -> ClassicM
     )
 
 
+@register_memory(
+    "vector",
+    "The k past exchanges most similar to the input, from a Chroma store "
+    "(VectorStoreRetrieverMemory).",
+    {"k": ParamDoc("exchanges retrieved per prompt", min=1)},
+)
 def vector(res: MemoryResources, k: int = 4) -> ClassicMemory:
     from langchain_classic.memory import VectorStoreRetrieverMemory
 
@@ -187,36 +227,3 @@ def vector(res: MemoryResources, k: int = 4) -> ClassicMemory:
         lambda m: {"documents": store._collection.count()},
         lambda m: store._collection.get(include=["documents"])["documents"],
     )
-
-
-MEMORIES = (
-    declare("buffer", buffer, "Every exchange, verbatim (ConversationBufferMemory)."),
-    declare(
-        "window",
-        window,
-        "The last k exchanges, verbatim (ConversationBufferWindowMemory).",
-        {"k": ParamDoc("exchanges kept (LangChain's default is 5)", min=1)},
-    ),
-    declare(
-        "summary",
-        summary,
-        "A running summary rewritten by the memory LLM after every exchange "
-        "(ConversationSummaryMemory).",
-        roles=("memory",),
-    ),
-    declare(
-        "summary_buffer",
-        summary_buffer,
-        "Recent exchanges verbatim up to a token limit, older ones folded into a summary "
-        "(ConversationSummaryBufferMemory).",
-        {"max_token_limit": ParamDoc("tokens of verbatim history kept before summarising", min=1)},
-        roles=("memory",),
-    ),
-    declare(
-        "vector",
-        vector,
-        "The k past exchanges most similar to the input, from a Chroma store "
-        "(VectorStoreRetrieverMemory).",
-        {"k": ParamDoc("exchanges retrieved per prompt", min=1)},
-    ),
-)

@@ -18,7 +18,7 @@ from langchain_core.messages import BaseMessage, get_buffer_string
 
 from memory_lab.memories.classic import _COMMON, ClassicMemory, _messages, message_texts
 from memory_lab.memories.protocol import Exchange, Item, MemoryResources, Query, Recall
-from memory_lab.memories.registry import ParamDoc, declare
+from memory_lab.memories.registry import ParamDoc, register_memory
 from memory_lab.models.offline_base import OfflineChatModel
 from memory_lab.prompt import INPUT_KEY, MEMORY_KEY
 
@@ -43,6 +43,11 @@ class BufferTokenCounter(OfflineChatModel):
         return "memory-lab-buffer-token-counter"
 
 
+@register_memory(
+    "token_buffer",
+    "The most recent exchanges, verbatim, within a token budget (ConversationTokenBufferMemory).",
+    {"max_token_limit": ParamDoc("tokens of verbatim history kept", min=1)},
+)
 def token_buffer(res: MemoryResources, max_token_limit: int = 600) -> ClassicMemory:
     from langchain_classic.memory import ConversationTokenBufferMemory
 
@@ -102,6 +107,16 @@ def entity_summaries(store: Any) -> dict[str, str]:
     return {key: value for key, value in rows.fetchall() if value}
 
 
+@register_memory(
+    "entity",
+    "A summary per named entity, rewritten by the memory LLM when the entity is mentioned, "
+    "plus the last k exchanges (ConversationEntityMemory).",
+    {
+        "k": ParamDoc("recent exchanges shown and read for context", min=1),
+        "store": ParamDoc("entity store: in memory, or SQLite in the cell's folder"),
+    },
+    roles=("memory",),
+)
 def entity(
     res: MemoryResources, k: int = 3, store: Literal["memory", "sqlite"] = "memory"
 ) -> EntityMemory:
@@ -143,6 +158,13 @@ def knowledge_triples(graph: Any) -> list[list[str]]:
     return [[subject, relation, obj] for subject, obj, relation in graph.get_triples()]
 
 
+@register_memory(
+    "kg",
+    "Knowledge triples the memory LLM extracts from each user line, recalled for the "
+    "entities the input names (ConversationKGMemory, langchain-community, networkx).",
+    {"k": ParamDoc("recent exchanges the extraction prompts show", min=1)},
+    roles=("memory",),
+)
 def kg(res: MemoryResources, k: int = 2) -> ClassicMemory:
     from langchain_community.memory.kg import ConversationKGMemory
 
@@ -157,33 +179,3 @@ def kg(res: MemoryResources, k: int = 2) -> ClassicMemory:
             *message_texts(m.chat_memory.messages[-m.k * 2 :]),  # what its prompts read
         ],
     )
-
-
-MEMORIES = (
-    declare(
-        "token_buffer",
-        token_buffer,
-        "The most recent exchanges, verbatim, within a token budget "
-        "(ConversationTokenBufferMemory).",
-        {"max_token_limit": ParamDoc("tokens of verbatim history kept", min=1)},
-    ),
-    declare(
-        "entity",
-        entity,
-        "A summary per named entity, rewritten by the memory LLM when the entity is mentioned, "
-        "plus the last k exchanges (ConversationEntityMemory).",
-        {
-            "k": ParamDoc("recent exchanges shown and read for context", min=1),
-            "store": ParamDoc("entity store: in memory, or SQLite in the cell's folder"),
-        },
-        roles=("memory",),
-    ),
-    declare(
-        "kg",
-        kg,
-        "Knowledge triples the memory LLM extracts from each user line, recalled for the "
-        "entities the input names (ConversationKGMemory, langchain-community, networkx).",
-        {"k": ParamDoc("recent exchanges the extraction prompts show", min=1)},
-        roles=("memory",),
-    ),
-)

@@ -34,9 +34,9 @@ from memory_lab.memories.registry import (
     MemorySpecError,
     ParamDoc,
     build_memory,
-    declare,
     factory_for,
     parse_memory_spec,
+    register_memory,
 )
 from memory_lab.prompt import INPUT_KEY, OUTPUT_KEY
 
@@ -153,6 +153,19 @@ class Combined:
             part.close()
 
 
+@register_memory(
+    "combined",
+    "Two or more registered memories side by side, each part's context under a heading "
+    "with its label (CombinedMemory).",
+    {
+        "parts": ParamDoc(
+            "memory specs joined with '+'; a part's parameters separated by '/' "
+            "(window:k=3+entity:store=sqlite/k=2)",
+            check=check_parts,
+        )
+    },
+    roles_of=part_roles,
+)
 def combined(res: MemoryResources, parts: list[str] = ["window", "vector"]) -> Combined:  # noqa: B006 - read, never mutated
     built = []
     for text in check_parts(parts):
@@ -161,21 +174,3 @@ def combined(res: MemoryResources, parts: list[str] = ["window", "vector"]) -> C
         part_res = res.for_part(spec.label, factory.roles_for(spec.params))
         built.append((spec.label, build_memory(spec, part_res)))
     return Combined(built)
-
-
-MEMORIES = (
-    declare(
-        "combined",
-        combined,
-        "Two or more registered memories side by side, each part's context under a heading "
-        "with its label (CombinedMemory).",
-        {
-            "parts": ParamDoc(
-                "memory specs joined with '+'; a part's parameters separated by '/' "
-                "(window:k=3+entity:store=sqlite/k=2)",
-                check=check_parts,
-            )
-        },
-        roles_of=part_roles,
-    ),
-)

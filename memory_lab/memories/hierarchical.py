@@ -44,7 +44,7 @@ from memory_lab.memories.protocol import (
     Recall,
     SessionInfo,
 )
-from memory_lab.memories.registry import ParamDoc, declare
+from memory_lab.memories.registry import ParamDoc, register_memory
 
 LONG_TERM_HEADER = "Long-term memories:"
 SUMMARY_HEADER = "Current summary:"
@@ -305,6 +305,34 @@ class HierarchicalMemory:
         """The collection is dropped through the factory's ``on_close``."""
 
 
+_WEIGHT = {"min": 0.0, "max": 1.0}
+
+
+@register_memory(
+    "hierarchical",
+    "The last exchanges verbatim, a running summary, and long-term summaries of older "
+    "exchanges ranked by importance, recency and access frequency on dialogue time, with "
+    "similarity (the guide's HierarchicalMemoryManager).",
+    {
+        "short_term_limit": ParamDoc("exchanges kept verbatim before consolidating", min=2),
+        "k": ParamDoc("long-term entries shown per prompt", min=1),
+        "candidates": ParamDoc("entries nearest the query that are scored", min=1),
+        "importance_weight": ParamDoc("weight of importance/10 in the composite", **_WEIGHT),
+        "recency_weight": ParamDoc("weight of exp(-decay_rate * hours)", **_WEIGHT),
+        "frequency_weight": ParamDoc("weight of min(1, accesses/frequency_cap)", **_WEIGHT),
+        "similarity_weight": ParamDoc(
+            "share of cosine similarity in the final score (the rest is the composite)",
+            **_WEIGHT,
+        ),
+        "decay_rate": ParamDoc("recency decay per dialogue hour since last access", min=0),
+        "frequency_cap": ParamDoc("accesses at which frequency reaches 1", min=1),
+        "minutes_per_exchange": ParamDoc("dialogue minutes between exchanges of a session", min=0),
+        "session_gap_hours": ParamDoc(
+            "hours between sessions when a session has no (later) date", min=0
+        ),
+    },
+    roles=("memory",),
+)
 def hierarchical(
     res: MemoryResources,
     short_term_limit: int = 10,
@@ -339,37 +367,3 @@ def hierarchical(
         clock=DialogueClock(minutes_per_exchange, session_gap_hours),
         timestamps=res.timestamps,
     )
-
-
-_WEIGHT = {"min": 0.0, "max": 1.0}
-
-MEMORIES = (
-    declare(
-        "hierarchical",
-        hierarchical,
-        "The last exchanges verbatim, a running summary, and long-term summaries of older "
-        "exchanges ranked by importance, recency and access frequency on dialogue time, with "
-        "similarity (the guide's HierarchicalMemoryManager).",
-        {
-            "short_term_limit": ParamDoc("exchanges kept verbatim before consolidating", min=2),
-            "k": ParamDoc("long-term entries shown per prompt", min=1),
-            "candidates": ParamDoc("entries nearest the query that are scored", min=1),
-            "importance_weight": ParamDoc("weight of importance/10 in the composite", **_WEIGHT),
-            "recency_weight": ParamDoc("weight of exp(-decay_rate * hours)", **_WEIGHT),
-            "frequency_weight": ParamDoc("weight of min(1, accesses/frequency_cap)", **_WEIGHT),
-            "similarity_weight": ParamDoc(
-                "share of cosine similarity in the final score (the rest is the composite)",
-                **_WEIGHT,
-            ),
-            "decay_rate": ParamDoc("recency decay per dialogue hour since last access", min=0),
-            "frequency_cap": ParamDoc("accesses at which frequency reaches 1", min=1),
-            "minutes_per_exchange": ParamDoc(
-                "dialogue minutes between exchanges of a session", min=0
-            ),
-            "session_gap_hours": ParamDoc(
-                "hours between sessions when a session has no (later) date", min=0
-            ),
-        },
-        roles=("memory",),
-    ),
-)

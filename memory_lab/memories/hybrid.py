@@ -38,7 +38,7 @@ from memory_lab.memories.protocol import (
     Recall,
     SessionInfo,
 )
-from memory_lab.memories.registry import ParamDoc, declare
+from memory_lab.memories.registry import ParamDoc, register_memory
 from memory_lab.prompt import INPUT_KEY, OUTPUT_KEY
 
 T = TypeVar("T")
@@ -346,6 +346,24 @@ def preflight_hybrid(params: dict[str, Any], resource: Any) -> None:
     check_params(params)
 
 
+@register_memory(
+    "hybrid",
+    "Every exchange a document, found by dense search (Chroma) and BM25 (Korean by "
+    "morphemes), fused by weighted reciprocal rank fusion, optionally reranked by a "
+    "cross-encoder (HybridMemoryRetriever).",
+    {
+        "k": ParamDoc("documents in the context", min=1),
+        "dense_weight": ParamDoc("weight of the dense ranking in the fusion", min=0),
+        "sparse_weight": ParamDoc("weight of the BM25 ranking in the fusion", min=0),
+        "rrf_k": ParamDoc("RRF constant: weight / (rrf_k + rank)", min=0),
+        "candidates": ParamDoc("documents each search passes to the fusion", min=1),
+        "rerank": ParamDoc(
+            "a local sentence-transformers CrossEncoder folder that reranks the fused "
+            "candidates (empty: no rerank)"
+        ),
+    },
+    preflight=preflight_hybrid,
+)
 def hybrid(
     res: MemoryResources,
     k: int = 4,
@@ -374,26 +392,3 @@ def hybrid(
         timestamps=res.timestamps,
         **{**params, "rerank": str(Path(rerank).expanduser()) if rerank else ""},
     )
-
-
-MEMORIES = (
-    declare(
-        "hybrid",
-        hybrid,
-        "Every exchange a document, found by dense search (Chroma) and BM25 (Korean by "
-        "morphemes), fused by weighted reciprocal rank fusion, optionally reranked by a "
-        "cross-encoder (HybridMemoryRetriever).",
-        {
-            "k": ParamDoc("documents in the context", min=1),
-            "dense_weight": ParamDoc("weight of the dense ranking in the fusion", min=0),
-            "sparse_weight": ParamDoc("weight of the BM25 ranking in the fusion", min=0),
-            "rrf_k": ParamDoc("RRF constant: weight / (rrf_k + rank)", min=0),
-            "candidates": ParamDoc("documents each search passes to the fusion", min=1),
-            "rerank": ParamDoc(
-                "a local sentence-transformers CrossEncoder folder that reranks the fused "
-                "candidates (empty: no rerank)"
-            ),
-        },
-        preflight=preflight_hybrid,
-    ),
-)

@@ -52,7 +52,7 @@ from memory_lab.memories.protocol import (
     Recall,
     SessionInfo,
 )
-from memory_lab.memories.registry import ParamDoc, declare
+from memory_lab.memories.registry import ParamDoc, register_memory
 from memory_lab.models.offline_base import chat_result
 from memory_lab.models.offline_memory import OfflineMemoryModel, _tool_name, stored_key
 from memory_lab.models.offline_summarizer import speaker_sentences
@@ -322,6 +322,29 @@ def preflight_langmem(params: dict[str, Any], resource: Any) -> None:
         check_postgres(resource, "langmem:store=postgres", store=True, vector=True)
 
 
+@register_memory(
+    "langmem",
+    "LangMem's memory manager (create_memory_store_manager): after each exchange the memory "
+    "model inserts, updates and deletes memories in a LangGraph Store (trustcall tool "
+    "calls); the k memories nearest the user's message are the context.",
+    {
+        "store": ParamDoc(
+            "where the Store lives: in the process, or PostgreSQL with pgvector "
+            "(--resource postgres=URL)"
+        ),
+        "k": ParamDoc("memories in the context", min=1, max=100),
+        "query_limit": ParamDoc(
+            "stored memories the manager searches and shows the model per exchange "
+            "(LangMem's default 5)",
+            min=1,
+            max=100,
+        ),
+        "deletes": ParamDoc("let the manager delete memories (RemoveDoc)"),
+        "keep": ParamDoc("keep the PostgreSQL rows after the cell"),
+    },
+    roles=("memory",),
+    preflight=preflight_langmem,
+)
 def langmem(
     res: MemoryResources,
     store: Backend = "memory",
@@ -344,31 +367,3 @@ def langmem(
         store=persistence.store,
     )
     return LangMemMemory(manager, persistence, user_id(res.cell_id), k=k, timestamps=res.timestamps)
-
-
-MEMORIES = (
-    declare(
-        "langmem",
-        langmem,
-        "LangMem's memory manager (create_memory_store_manager): after each exchange the memory "
-        "model inserts, updates and deletes memories in a LangGraph Store (trustcall tool "
-        "calls); the k memories nearest the user's message are the context.",
-        {
-            "store": ParamDoc(
-                "where the Store lives: in the process, or PostgreSQL with pgvector "
-                "(--resource postgres=URL)"
-            ),
-            "k": ParamDoc("memories in the context", min=1, max=100),
-            "query_limit": ParamDoc(
-                "stored memories the manager searches and shows the model per exchange "
-                "(LangMem's default 5)",
-                min=1,
-                max=100,
-            ),
-            "deletes": ParamDoc("let the manager delete memories (RemoveDoc)"),
-            "keep": ParamDoc("keep the PostgreSQL rows after the cell"),
-        },
-        roles=("memory",),
-        preflight=preflight_langmem,
-    ),
-)

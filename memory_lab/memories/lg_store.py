@@ -26,7 +26,7 @@ from memory_lab.memories.protocol import (
     Recall,
     SessionInfo,
 )
-from memory_lab.memories.registry import ParamDoc, declare
+from memory_lab.memories.registry import ParamDoc, register_memory
 
 # no SQLite: SqliteStore's index loads sqlite-vec, and Python's sqlite3 is often built (as here)
 # without extension loading
@@ -165,6 +165,29 @@ def preflight_store(params: dict[str, Any], resource: Any) -> None:
         check_postgres(resource, "store:backend=postgres", store=True, vector=vector)
 
 
+@register_memory(
+    "store",
+    "Facts and preferences the memory model extracts into a LangGraph Store "
+    "(user_id, kind), newest value per key, searched by the user's message; beside a "
+    "thread per session.",
+    {
+        "backend": ParamDoc(
+            "where the Store and thread live: in the process, or PostgreSQL "
+            "(--resource postgres=URL; semantic search needs pgvector there)"
+        ),
+        "k": ParamDoc("stored facts injected per prompt", min=1),
+        "search": ParamDoc(
+            "find facts by the Store's semantic index over the user's message, or take the "
+            "most recently updated (a Store without an index)"
+        ),
+        "thread_per": ParamDoc(
+            "a new thread every session (only the Store spans sessions), or one thread per dialogue"
+        ),
+        "keep": ParamDoc("keep the SQLite file or the PostgreSQL rows after the cell"),
+    },
+    roles=("memory",),
+    preflight=preflight_store,
+)
 def store(
     res: MemoryResources,
     backend: Backend = "memory",
@@ -195,32 +218,3 @@ def store(
         search=search,
         timestamps=res.timestamps,
     )
-
-
-MEMORIES = (
-    declare(
-        "store",
-        store,
-        "Facts and preferences the memory model extracts into a LangGraph Store "
-        "(user_id, kind), newest value per key, searched by the user's message; beside a "
-        "thread per session.",
-        {
-            "backend": ParamDoc(
-                "where the Store and thread live: in the process, or PostgreSQL "
-                "(--resource postgres=URL; semantic search needs pgvector there)"
-            ),
-            "k": ParamDoc("stored facts injected per prompt", min=1),
-            "search": ParamDoc(
-                "find facts by the Store's semantic index over the user's message, or take the "
-                "most recently updated (a Store without an index)"
-            ),
-            "thread_per": ParamDoc(
-                "a new thread every session (only the Store spans sessions), or one thread per "
-                "dialogue"
-            ),
-            "keep": ParamDoc("keep the SQLite file or the PostgreSQL rows after the cell"),
-        },
-        roles=("memory",),
-        preflight=preflight_store,
-    ),
-)

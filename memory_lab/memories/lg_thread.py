@@ -38,7 +38,7 @@ from memory_lab.memories.protocol import (
     Recall,
     SessionInfo,
 )
-from memory_lab.memories.registry import ParamDoc, declare
+from memory_lab.memories.registry import ParamDoc, register_memory
 
 Saver = Literal["memory", "sqlite", "postgres"]
 Policy = Literal["none", "summarize", "trim", "filter"]
@@ -339,31 +339,6 @@ def preflight_thread(params: dict[str, Any], resource: Any) -> None:
         check_postgres(resource, "thread:saver=postgres")
 
 
-def thread(
-    res: MemoryResources,
-    saver: Saver = "memory",
-    policy: Policy = "none",
-    max_messages: int = 10,
-    keep_last: int = 4,
-    max_tokens: int = 600,
-    summarizer: Summarizer = "node",
-    thread_per: ThreadPer = "dialogue",
-    keep: bool = False,
-) -> ThreadMemory:
-    persistence = Persistence(saver, res, keep=keep)
-    res.on_close(persistence.close)
-    rule = ThreadPolicy(policy, summarizer, max_messages, keep_last, max_tokens)
-    graph = build_thread_graph(rule, res.memory_llm, persistence.checkpointer)
-    return ThreadMemory(
-        graph,
-        persistence,
-        res.cell_id,
-        policy=rule,
-        thread_per=thread_per,
-        timestamps=res.timestamps,
-    )
-
-
 THREAD_PARAMS = {
     "saver": ParamDoc(
         "where the checkpointer keeps the thread: in the process, a SQLite file per cell, or "
@@ -390,14 +365,35 @@ THREAD_PARAMS = {
     "keep": ParamDoc("keep the SQLite file or the PostgreSQL rows after the cell"),
 }
 
-MEMORIES = (
-    declare(
-        "thread",
-        thread,
-        "A LangGraph StateGraph(MessagesState) thread persisted by a checkpointer, read back "
-        "every turn; policy nodes summarize, trim or filter it.",
-        THREAD_PARAMS,
-        roles=("memory",),
-        preflight=preflight_thread,
-    ),
+
+@register_memory(
+    "thread",
+    "A LangGraph StateGraph(MessagesState) thread persisted by a checkpointer, read back "
+    "every turn; policy nodes summarize, trim or filter it.",
+    THREAD_PARAMS,
+    roles=("memory",),
+    preflight=preflight_thread,
 )
+def thread(
+    res: MemoryResources,
+    saver: Saver = "memory",
+    policy: Policy = "none",
+    max_messages: int = 10,
+    keep_last: int = 4,
+    max_tokens: int = 600,
+    summarizer: Summarizer = "node",
+    thread_per: ThreadPer = "dialogue",
+    keep: bool = False,
+) -> ThreadMemory:
+    persistence = Persistence(saver, res, keep=keep)
+    res.on_close(persistence.close)
+    rule = ThreadPolicy(policy, summarizer, max_messages, keep_last, max_tokens)
+    graph = build_thread_graph(rule, res.memory_llm, persistence.checkpointer)
+    return ThreadMemory(
+        graph,
+        persistence,
+        res.cell_id,
+        policy=rule,
+        thread_per=thread_per,
+        timestamps=res.timestamps,
+    )

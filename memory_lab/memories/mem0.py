@@ -70,7 +70,7 @@ from memory_lab.memories.protocol import (
     Recall,
     SessionInfo,
 )
-from memory_lab.memories.registry import ParamDoc, declare
+from memory_lab.memories.registry import ParamDoc, register_memory
 from memory_lab.models.offline_base import chat_result
 from memory_lab.models.offline_memory import OfflineMemoryModel
 from memory_lab.models.offline_summarizer import speaker_sentences
@@ -341,6 +341,22 @@ def vector_store_config(res: MemoryResources, store: str) -> dict[str, Any]:
     }
 
 
+@register_memory(
+    "mem0",
+    "mem0 (the mem0ai package's Memory) through its LangChain providers: each exchange "
+    "added (the memory model extracts memories, JSON), the k memories mem0's search ranks "
+    "best for the user's message (Chroma) as the context.",
+    {
+        "k": ParamDoc("memories in the context (mem0's search limit)", min=1, max=100),
+        "store": ParamDoc(
+            "where mem0 keeps its vectors: the cell's Chroma collection, or mem0's pgvector "
+            "store on --resource postgres=URL (a table of the cell's own)"
+        ),
+        "keep": ParamDoc("keep the pgvector table when the cell ends (store=postgres)"),
+    },
+    roles=("memory",),
+    preflight=preflight_mem0,
+)
 def mem0(
     res: MemoryResources, k: int = 4, store: Backend = "memory", keep: bool = False
 ) -> Mem0Memory:
@@ -367,24 +383,3 @@ def mem0(
         if not keep:
             res.on_close(memory.vector_store.delete_col)
     return Mem0Memory(memory, user_id(res.cell_id), k=k, timestamps=res.timestamps)
-
-
-MEMORIES = (
-    declare(
-        "mem0",
-        mem0,
-        "mem0 (the mem0ai package's Memory) through its LangChain providers: each exchange "
-        "added (the memory model extracts memories, JSON), the k memories mem0's search ranks "
-        "best for the user's message (Chroma) as the context.",
-        {
-            "k": ParamDoc("memories in the context (mem0's search limit)", min=1, max=100),
-            "store": ParamDoc(
-                "where mem0 keeps its vectors: the cell's Chroma collection, or mem0's pgvector "
-                "store on --resource postgres=URL (a table of the cell's own)"
-            ),
-            "keep": ParamDoc("keep the pgvector table when the cell ends (store=postgres)"),
-        },
-        roles=("memory",),
-        preflight=preflight_mem0,
-    ),
-)

@@ -59,7 +59,7 @@ from memory_lab.memories.protocol import (
     Recall,
     SessionInfo,
 )
-from memory_lab.memories.registry import ParamDoc, declare
+from memory_lab.memories.registry import ParamDoc, register_memory
 from memory_lab.models.offline_base import chat_result
 from memory_lab.models.offline_memory import (
     _PREFERENCE,
@@ -658,6 +658,25 @@ def _count_tokens(text: str) -> int:
     return count_tokens(text)
 
 
+@register_memory(
+    "memgpt",
+    "MemGPT's tiers: core memory blocks (persona, human), the searchable transcript and an "
+    "archival Chroma store, kept by a tool-calling agent after every exchange.",
+    {
+        "max_chars": ParamDoc("characters each core memory block may hold", min=1),
+        "k": ParamDoc("archival passages per search (and shown per prompt)", min=1),
+        "conversation_k": ParamDoc(
+            "transcript messages per conversation_search (and shown per prompt)", min=1
+        ),
+        "max_steps": ParamDoc("model calls of the agent per exchange at most", min=1),
+        "scan": ParamDoc(
+            "newest messages examined per search word by conversation_search (bounds its "
+            "cost as the transcript grows)",
+            min=1,
+        ),
+    },
+    roles=("memory",),
+)
 def memgpt(
     res: MemoryResources,
     max_chars: int = 2000,
@@ -681,27 +700,3 @@ def memgpt(
         count_tokens=res.count_tokens,
         name=res.memory_name or "memgpt",
     )
-
-
-MEMORIES = (
-    declare(
-        "memgpt",
-        memgpt,
-        "MemGPT's tiers: core memory blocks (persona, human), the searchable transcript and an "
-        "archival Chroma store, kept by a tool-calling agent after every exchange.",
-        {
-            "max_chars": ParamDoc("characters each core memory block may hold", min=1),
-            "k": ParamDoc("archival passages per search (and shown per prompt)", min=1),
-            "conversation_k": ParamDoc(
-                "transcript messages per conversation_search (and shown per prompt)", min=1
-            ),
-            "max_steps": ParamDoc("model calls of the agent per exchange at most", min=1),
-            "scan": ParamDoc(
-                "newest messages examined per search word by conversation_search (bounds its "
-                "cost as the transcript grows)",
-                min=1,
-            ),
-        },
-        roles=("memory",),
-    ),
-)

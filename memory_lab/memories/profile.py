@@ -29,7 +29,7 @@ from memory_lab.memories.protocol import (
     Recall,
     SessionInfo,
 )
-from memory_lab.memories.registry import ParamDoc, declare
+from memory_lab.memories.registry import ParamDoc, register_memory
 from memory_lab.normalize import normalize
 
 PROFILE_HEADER = "User profile:"
@@ -322,21 +322,16 @@ class ProfileMemory:
         """Nothing to release."""
 
 
+@register_memory(
+    "profile",
+    "A user profile (name, job, city, people, interests, plans, facts, likes) the memory "
+    "model updates after every exchange, plus the last k exchanges (the guide's "
+    "UserProfile and ProfileUpdater).",
+    {
+        "k": ParamDoc("recent exchanges shown beside the profile", min=1),
+        "list_limit": ParamDoc("items a list field keeps (the newest)", min=1),
+    },
+    roles=("memory",),
+)
 def profile(res: MemoryResources, k: int = 3, list_limit: int = 10) -> ProfileMemory:
     return ProfileMemory(res.memory_llm, k=k, list_limit=list_limit, timestamps=res.timestamps)
-
-
-MEMORIES = (
-    declare(
-        "profile",
-        profile,
-        "A user profile (name, job, city, people, interests, plans, facts, likes) the memory "
-        "model updates after every exchange, plus the last k exchanges (the guide's "
-        "UserProfile and ProfileUpdater).",
-        {
-            "k": ParamDoc("recent exchanges shown beside the profile", min=1),
-            "list_limit": ParamDoc("items a list field keeps (the newest)", min=1),
-        },
-        roles=("memory",),
-    ),
-)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import singledispatch
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -131,6 +132,18 @@ class Memory(Protocol):
 
     def close(self) -> None:
         """Release what the memory holds (stores, files)."""
+
+
+@singledispatch
+def as_memory(obj: Any, res: Any, name: str) -> Any:
+    """What a factory returned, made a ``Memory`` of this cell (``build_memory`` calls it).
+
+    Unregistered types are returned as they are. A module registers an adapter for its type
+    with ``@as_memory.register``: a LangChain ``BaseMemory`` is wrapped in ``ClassicMemory``
+    (``classic.py``), and ``ClassicMemory`` and ``TextMemory`` take the run's ``timestamps``
+    from ``res`` (a factory of another memory reads ``res.timestamps`` itself).
+    """
+    return obj
 
 
 @runtime_checkable

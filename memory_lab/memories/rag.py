@@ -29,7 +29,7 @@ from memory_lab.memories.protocol import (
     Recall,
     SessionInfo,
 )
-from memory_lab.memories.registry import ParamDoc, declare
+from memory_lab.memories.registry import ParamDoc, register_memory
 from memory_lab.prompt import INPUT_KEY, OUTPUT_KEY
 
 CHUNK_MIN, CHUNK_MAX = 16, 65536
@@ -168,6 +168,19 @@ class RagMemory:
         """The collection is dropped through the factory's ``on_close``."""
 
 
+@register_memory(
+    "rag",
+    "The Mem0 paper's RAG baseline: the conversation cut into chunks of chunk_tokens tokens "
+    "as it grows, the k chunks nearest the user's message (Chroma) as the context.",
+    {
+        "chunk_tokens": ParamDoc(
+            "tokens per chunk (bundled tokenizer; the paper's grid is 128 to 8192)",
+            min=CHUNK_MIN,
+            max=CHUNK_MAX,
+        ),
+        "k": ParamDoc("chunks in the context (the paper's are 1 and 2)", min=1, max=64),
+    },
+)
 def rag(res: MemoryResources, chunk_tokens: int = 512, k: int = 2) -> RagMemory:
     from memory_lab.memories.classic import cell_collection
 
@@ -179,21 +192,3 @@ def rag(res: MemoryResources, chunk_tokens: int = 512, k: int = 2) -> RagMemory:
         k=k,
         timestamps=res.timestamps,
     )
-
-
-MEMORIES = (
-    declare(
-        "rag",
-        rag,
-        "The Mem0 paper's RAG baseline: the conversation cut into chunks of chunk_tokens tokens "
-        "as it grows, the k chunks nearest the user's message (Chroma) as the context.",
-        {
-            "chunk_tokens": ParamDoc(
-                "tokens per chunk (bundled tokenizer; the paper's grid is 128 to 8192)",
-                min=CHUNK_MIN,
-                max=CHUNK_MAX,
-            ),
-            "k": ParamDoc("chunks in the context (the paper's are 1 and 2)", min=1, max=64),
-        },
-    ),
-)

@@ -1,15 +1,16 @@
 """Memory registry: a snake_case name -> a factory with typed, defaulted, validated parameters.
 
 The factory contract is one signature: ``factory(res: MemoryResources, **params) -> Memory``
-(a LangChain ``BaseMemory`` is accepted too and wrapped by ``ClassicMemory``). Parameters are the
+(or anything ``as_memory`` adapts, such as a LangChain ``BaseMemory``). Parameters are the
 factory's keyword arguments: annotated ``int``, ``float``, ``str``, ``bool``, ``list[...]`` of
 those, or ``Literal[...]`` choices, each with a default; bounds are declared with ``ParamDoc``.
 Specs are checked when parsed, so ``window:k=-1`` fails before a results folder is made.
 
-Memories come from three places, all explicit: the built-in modules listed in
-``BUILTIN_MODULES``; ``module:factory`` specs (imported on use, so they also work in ``--jobs``
-workers and on ``--resume``); and the ``memory_lab.memories`` entry-point group of installed
-packages. ``register_memory`` adds one from a notebook or test (that process only).
+There is one way to register a memory, ``@register_memory``, for the built-ins and everyone
+else. The built-ins register when the ``memory_lab.memories`` package imports its modules;
+installed packages name a module in the ``memory_lab.memories`` entry-point group, and a
+``module:factory`` spec imports its module on use (so it also works in ``--jobs`` and Ray
+workers and on ``--resume``), whose decorator registers it. This module imports no memory.
 """
 
 from __future__ import annotations
@@ -24,20 +25,9 @@ from dataclasses import dataclass, field, replace
 from importlib import metadata
 from typing import Any, Literal
 
-BUILTIN_MODULES = (
-    "memory_lab.memories.classic",
-    "memory_lab.memories.classic_extras",
-    "memory_lab.memories.combined",
-    "memory_lab.memories.lg_thread",
-    "memory_lab.memories.lg_store",
-    "memory_lab.memories.memgpt",
-    "memory_lab.memories.hybrid",
-    "memory_lab.memories.hierarchical",
-    "memory_lab.memories.profile",
-    "memory_lab.memories.rag",
-    "memory_lab.memories.langmem",
-    "memory_lab.memories.mem0",
-)
+from memory_lab.memories.protocol import Memory, as_memory, lookup_resource
+
+BUILTIN_PACKAGE = "memory_lab.memories"  # memories defined in it are recorded without a source
 ENTRY_POINT_GROUP = "memory_lab.memories"
 LIST_SEPARATOR = "+"
 
@@ -221,7 +211,10 @@ def _valid_type(kind: Any) -> bool:
     return kind in _SCALARS
 
 
-def declare(
+Preflight = Callable[[dict[str, Any], Callable[[str], str]], None]
+
+
+def _declare(
     name: str,
     build: Callable[..., Any],
     description: str,
@@ -229,17 +222,10 @@ def declare(
     roles: tuple[str, ...] = (),
     source: str | None = None,
     roles_of: Callable[[dict[str, Any]], tuple[str, ...]] | None = None,
-    preflight: Callable[[dict[str, Any], Callable[[str], str]], None] | None = None,
+    preflight: Preflight | None = None,
 ) -> MemoryFactory:
-    """A ``MemoryFactory`` for ``build(res, **params)``, its parameters read from the signature.
-
-    Every parameter after ``res`` must be keyword-capable, annotated (int, float, str, bool,
-    ``list[...]`` of those, or ``Literal[...]``) and have a default. ``roles_of(params)`` names
-    roles that depend on the parameters (a composite memory's parts).
-    ``preflight(params, resource)`` runs before a run starts and raises ``ValueError`` (one
-    line) when the memory could not be built: parameters that contradict each other, a server
-    that is missing or unreachable.
-    """
+    """The ``MemoryFactory`` of ``build(res, **params)``, its parameters read from the signature
+    (``register_memory`` documents the arguments)."""
     if not _NAME.match(name):
         raise ValueError(f"memory name {name!r} must be snake_case")
     docs = {k: ParamDoc(v) if isinstance(v, str) else v for k, v in (params or {}).items()}
@@ -270,24 +256,50 @@ def declare(
 
 
 _REGISTRY: dict[str, MemoryFactory] = {}
-_LOADED = False
+_BUILTIN_MODULES: list[str] = []  # named by the package, imported at the first lookup
 
 
-def _load_builtins() -> None:
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    for module in BUILTIN_MODULES:
-        for factory in importlib.import_module(module).MEMORIES:
-            _REGISTRY.setdefault(factory.name, factory)
+def register_builtin_modules(modules: tuple[str, ...]) -> None:
+    """The modules whose memories are built in: each is imported (so its ``@register_memory``
+    decorators run) when the registry is first asked, and their memories are listed first, in
+    module order. How the ``memory_lab.memories`` package registers its memories without
+    importing them, and their libraries, with itself."""
+    _BUILTIN_MODULES.extend(modules)
 
 
-def add_memory(factory: MemoryFactory) -> MemoryFactory:
-    """Register a declared memory (replacing one of the same name)."""
-    _load_builtins()
-    _REGISTRY[factory.name] = factory
-    return factory
+def _registry() -> dict[str, MemoryFactory]:
+    """The registered memories, the built-in modules imported first (their memories first)."""
+    if _BUILTIN_MODULES:
+        modules = list(_BUILTIN_MODULES)
+        _BUILTIN_MODULES.clear()
+        try:
+            for module in modules:
+                importlib.import_module(module)
+        except BaseException:
+            _BUILTIN_MODULES[:0] = modules  # tried again at the next lookup, as imports are
+            raise
+        # in module order, whichever a program imported first; the others after them
+        rank = {module: i for i, module in enumerate(modules)}
+        ordered = sorted(_REGISTRY.values(), key=lambda f: rank.get(f.build.__module__, len(rank)))
+        _REGISTRY.clear()
+        _REGISTRY.update((f.name, f) for f in ordered)
+    return _REGISTRY
+
+
+def _is_builtin(module: str) -> bool:
+    return module == BUILTIN_PACKAGE or module.startswith(BUILTIN_PACKAGE + ".")
+
+
+def _source_of(fn: Callable[..., Any]) -> str | None:
+    """``module:name`` to import ``fn`` from in another process; None for a built-in (its
+    package registers it wherever ``memory_lab`` is imported) and for what cannot be imported
+    by name (``__main__``, a function defined inside another)."""
+    module = getattr(fn, "__module__", None) or "__main__"
+    if module == "__main__" or "<locals>" in getattr(fn, "__qualname__", "<locals>"):
+        return None
+    if _is_builtin(module):
+        return None
+    return f"{module}:{fn.__name__}"
 
 
 def register_memory(
@@ -295,21 +307,31 @@ def register_memory(
     description: str,
     params: dict[str, ParamDoc | str] | None = None,
     roles: tuple[str, ...] = (),
-    preflight: Callable[[dict[str, Any], Callable[[str], str]], None] | None = None,
+    preflight: Preflight | None = None,
+    roles_of: Callable[[dict[str, Any]], tuple[str, ...]] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Decorator: register ``factory(res, **params)`` under ``name`` in this process.
+    """Decorator: register ``factory(res, **params)`` under ``name`` (replacing one of that name).
+
+    Every parameter after ``res`` must be keyword-capable, annotated (int, float, str, bool,
+    ``list[...]`` of those, or ``Literal[...]``) and have a default; ``params`` gives their help
+    text and bounds (``ParamDoc``, or a help string). ``roles`` are the model roles it uses
+    (``("memory",)``: the memory LLM, ``res.memory_llm``); ``roles_of(params)`` names roles that
+    depend on the parameters (a composite memory's parts). ``preflight(params, resource)`` runs
+    before a run starts and raises ``ValueError`` (one line) when the memory could not be built:
+    parameters that contradict each other, a server that is missing or unreachable.
 
     Defined in an importable module, the memory can also be named as ``module:factory`` in a
-    spec, which makes it available in ``--jobs`` workers and on ``--resume``. ``preflight`` as
-    in ``declare``.
+    spec, which makes it available in ``--jobs`` and Ray workers and on ``--resume``.
     """
 
     def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
-        module = getattr(fn, "__module__", None)
-        source = None
-        if module and module != "__main__" and "<locals>" not in fn.__qualname__:
-            source = f"{module}:{fn.__name__}"
-        add_memory(declare(name, fn, description, params, roles, source, preflight))
+        factory = _declare(
+            name, fn, description, params, roles, _source_of(fn), roles_of, preflight
+        )
+        # a built-in registers as its module is imported; another memory after the built-ins,
+        # so it may replace one of them
+        registry = _REGISTRY if _is_builtin(getattr(fn, "__module__", "")) else _registry()
+        registry[name] = factory
         fn.memory_name = name  # type: ignore[attr-defined]
         return fn
 
@@ -318,19 +340,18 @@ def register_memory(
 
 def unregister_memory(name: str) -> None:
     """Remove a registered memory (for notebooks and tests that register their own)."""
-    _REGISTRY.pop(name, None)
+    _registry().pop(name, None)
 
 
 def memory_factories() -> dict[str, MemoryFactory]:
     """All known memories, by name: built-ins first, then installed and registered ones."""
-    _load_builtins()
     for ep in _entry_points():
-        if ep.name not in _REGISTRY:
+        if ep.name not in _registry():
             try:
                 _import_source(ep.value, ep.name)
             except MemorySpecError:
                 continue
-    return dict(_REGISTRY)
+    return dict(_registry())
 
 
 def _entry_points() -> list[metadata.EntryPoint]:
@@ -351,15 +372,16 @@ def _import_source(source: str, name_hint: str | None = None) -> MemoryFactory:
         factory = obj
     else:
         name = getattr(obj, "memory_name", None)
-        if name and name in _REGISTRY and _REGISTRY[name].build is obj:
-            factory = _REGISTRY[name]
+        registered = _registry().get(name) if name else None
+        if registered is not None and registered.build is obj:
+            factory = registered
         elif callable(obj):
             doc = (inspect.getdoc(obj) or "").split("\n")[0]
-            factory = declare(name or name_hint or attr, obj, doc or source)
+            factory = _declare(name or name_hint or attr, obj, doc or source)
         else:
             raise MemorySpecError(f"memory '{source}': {attr!r} is not a memory factory")
     factory = replace(factory, source=source)
-    _REGISTRY[factory.name] = factory
+    _registry()[factory.name] = factory
     return factory
 
 
@@ -367,7 +389,7 @@ def _split_spec(spec: str) -> tuple[str | None, str, str]:
     """(source or None, name, params text) of a spec."""
     text = spec.strip()
     parts = text.split(":")
-    known = parts[0] in _REGISTRY or any(ep.name == parts[0] for ep in _entry_points())
+    known = parts[0] in _registry() or any(ep.name == parts[0] for ep in _entry_points())
     if not known and len(parts) >= 2 and _SOURCE.match(f"{parts[0]}:{parts[1]}"):
         return f"{parts[0]}:{parts[1]}", "", ":".join(parts[2:])
     name, _, rest = text.partition(":")
@@ -376,9 +398,8 @@ def _split_spec(spec: str) -> tuple[str | None, str, str]:
 
 def factory_for(name: str, source: str | None = None) -> MemoryFactory:
     """The registered factory for a name, importing ``source`` or an entry point when needed."""
-    _load_builtins()
-    if name in _REGISTRY:
-        return _REGISTRY[name]
+    if name in _registry():
+        return _registry()[name]
     if source:
         return _import_source(source, name)
     for ep in _entry_points():
@@ -393,7 +414,6 @@ def parse_memory_spec(spec: str) -> MemorySpec:
 
     List values are joined with ``+`` (``hybrid:weights=0.6+0.4``).
     """
-    _load_builtins()
     source, name, rest = _split_spec(spec)
     try:
         factory = _import_source(source) if source else factory_for(name)
@@ -451,8 +471,6 @@ def spec_from_json(data: dict[str, Any]) -> MemorySpec:
 
 def preflight_memories(specs: list[MemorySpec], resources: dict[str, str] | None = None) -> None:
     """Every memory's ``preflight``, before a run: one ``ValueError`` naming the first problem."""
-    from memory_lab.memories.protocol import lookup_resource
-
     for spec in specs:
         factory = factory_for(spec.name, spec.source)
         if factory.preflight is not None:
@@ -462,19 +480,10 @@ def preflight_memories(specs: list[MemorySpec], resources: dict[str, str] | None
 
 
 def build_memory(spec: MemorySpec, res: Any) -> Any:
-    """Build a fresh memory for one cell; LangChain memories are wrapped in ``ClassicMemory``."""
-    from langchain_classic.base_memory import BaseMemory
-
-    from memory_lab.memories.base import TextMemory
-    from memory_lab.memories.classic import ClassicMemory
-    from memory_lab.memories.protocol import Memory
-
+    """A fresh memory for one cell: what the factory returns, made a ``Memory`` for this run
+    by ``as_memory`` (a LangChain ``BaseMemory`` wrapped, the run's ``timestamps`` applied)."""
     factory = factory_for(spec.name, spec.source)
-    memory = factory.build(res, **spec.params)
-    if isinstance(memory, BaseMemory):
-        memory = ClassicMemory(memory, spec.name)
-    if isinstance(memory, (ClassicMemory, TextMemory)):
-        memory.timestamps = getattr(res, "timestamps", True)
+    memory = as_memory(factory.build(res, **spec.params), res, spec.name)
     if not isinstance(memory, Memory):
         raise TypeError(
             f"memory '{spec.name}' factory returned {type(memory).__name__}, which has not "

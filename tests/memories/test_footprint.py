@@ -8,7 +8,6 @@ import pytest
 
 from memory_lab.memories import memory_factories
 from memory_lab.memories.protocol import HoldsTexts, Query, held_texts, tokens_held
-from memory_lab.memories.registry import BUILTIN_MODULES
 from memory_lab.models.tokens import count_tokens
 from memory_lab.runner import exchanges
 
@@ -34,7 +33,9 @@ def footprints(spec, dialogue, models):
 
 
 BUILTIN = sorted(
-    name for name, f in memory_factories().items() if f.build.__module__ in BUILTIN_MODULES
+    name
+    for name, f in memory_factories().items()
+    if f.build.__module__.startswith("memory_lab.memories.")
 )
 
 

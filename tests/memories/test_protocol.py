@@ -16,7 +16,7 @@ from memory_lab.memories import (
     register_memory,
     unregister_memory,
 )
-from memory_lab.memories.registry import add_memory, declare, spec_from_json
+from memory_lab.memories.registry import spec_from_json
 from memory_lab.models.tasks import extract_prompt, parse_json_reply
 from memory_lab.records import without_timings
 from memory_lab.results import RECORDS_FILE
@@ -106,11 +106,11 @@ def test_a_one_file_memory_runs_with_jobs_and_resumes_from_another_directory(
 
 
 def test_resume_uses_recorded_parameters_not_todays_defaults():
+    @register_memory("wl", "a window whose default changed", {"k": ParamDoc(min=1)})
     def window_like(res, k: int = 3):  # pragma: no cover - never built here
         return None
 
     recorded = {"label": "wl", "name": "wl", "params": {"k": 5}, "source": None}
-    add_memory(declare("wl", window_like, "a window whose default changed", {"k": ParamDoc(min=1)}))
     try:
         assert spec_from_json(recorded).params == {"k": 5}  # not today's default of 3
         with pytest.raises(MemorySpecError, match="must be at least 1"):
@@ -141,10 +141,10 @@ def test_bad_parameters_are_rejected_when_the_spec_is_parsed(spec, message, tmp_
 def test_list_float_and_choice_parameters_are_typed():
     from typing import Literal
 
+    @register_memory("tuned", "typed parameters")
     def tuned(res, weights: list[float] = [0.6, 0.4], mode: Literal["a", "b"] = "a"):  # noqa: B006
         return None
 
-    add_memory(declare("tuned", tuned, "typed parameters"))
     try:
         spec = parse_memory_spec("tuned:weights=0.5+0.5,mode=b")
         assert spec.params == {"weights": [0.5, 0.5], "mode": "b"}

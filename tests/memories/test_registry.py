@@ -92,18 +92,16 @@ def test_a_custom_memory_runs_through_the_unchanged_runner(mini_dialogue, run_mo
 
 def test_a_memorys_preflight_fails_the_run_before_a_results_folder(tmp_path, capsys, monkeypatch):
     """``preflight`` sees the parameters and the run's resources; its error is one line, exit 2."""
-    from memory_lab.memories.registry import add_memory, declare
-
     seen = []
 
     def check(params, resource):
         seen.append((params, resource("queue")))
         raise ValueError(f"queue at {resource('queue')} is closed for size={params['size']}")
 
+    @register_memory("queued", "needs a queue", preflight=check)
     def queued(res, size: int = 3):  # pragma: no cover - never built
         return None
 
-    add_memory(declare("queued", queued, "needs a queue", preflight=check))
     monkeypatch.setenv("MEMORY_LAB_QUEUE", "q-7")
     try:
         out = tmp_path / "never"
