@@ -209,7 +209,7 @@ class ConversationLog:
     def search(self, query: str, k: int, page: int = 0) -> list[Message]:
         total = len(self.messages)
         scores: dict[int, float] = defaultdict(float)
-        for term in search_terms(query):
+        for term in sorted(search_terms(query)):  # one summing order: the same float scores
             posting = self.postings.get(term)
             if not posting:
                 continue
