@@ -42,7 +42,12 @@ from memory_lab.memories.protocol import (
     tokens_held,
 )
 from memory_lab.memories.registry import MemorySpec, build_memory, factory_for
-from memory_lab.models import READER_RETRIEVAL_MODEL, model_name, resolve_chat_model
+from memory_lab.models import (
+    READER_RETRIEVAL_MODEL,
+    is_offline,
+    model_name,
+    resolve_chat_model,
+)
 from memory_lab.models.embeddings import OfflineEmbeddings, offline_embedding_model
 from memory_lab.models.providers import MeteredEmbeddings, provider_embeddings
 from memory_lab.models.tokens import count_tokens, encoding, token_ids
@@ -199,7 +204,7 @@ class RunModels:
             base_url=self.config.base_url,
             retrieval=self.reader_retrieval,
         )
-        if spec != "offline" and self.call_cache is not None:
+        if not is_offline(spec) and self.call_cache is not None:
             from memory_lab.cache import cached_chat_model
 
             model = cached_chat_model(model, self.call_cache)
@@ -235,7 +240,7 @@ class RunModels:
 
         The offline reader is CPU-bound, so threads would only contend: it asks one by one.
         """
-        if self.config.llm == "offline" or self.config.llm.startswith("offline:"):
+        if is_offline(self.config.llm):
             return 1
         return self.config.concurrency
 

@@ -228,11 +228,11 @@ def serve() -> None:
 
     import memory_lab.cli
     import memory_lab.executors  # noqa: F401
-    from memory_lab.models import offline_reader
     from memory_lab.models.tokens import count_tokens
+    from memory_lab.text_analysis import en_stopwords, kiwi
 
-    offline_reader._kiwi().analyze("안녕하세요, 저는 민지예요.")  # loads the Korean model
-    offline_reader._en_stopwords()  # imports scikit-learn
+    kiwi().analyze("안녕하세요, 저는 민지예요.")  # loads the Korean model
+    en_stopwords()  # imports scikit-learn
     count_tokens("warm")  # loads the tokenizer
     requests, replies = sys.stdin, sys.stdout
     err = Path(tempfile.gettempdir()) / f"fault-run-{os.getpid()}.err"
@@ -244,7 +244,7 @@ def serve() -> None:
             os.setsid()
             # the analyser's worker threads stayed in the launcher; freeing it at exit would
             # wait for them forever, so the run keeps it to the end
-            ctypes.pythonapi.Py_IncRef(ctypes.py_object(offline_reader._kiwi()))
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(kiwi()))
             os.environ.update(request["env"])
             fd = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             os.dup2(fd, 2)

@@ -22,7 +22,6 @@ KNOWN_LONG: set[str] = {
 KNOWN_CYCLES: set[tuple[str, ...]] = set()
 # cycles closed only by imports inside functions (deferred imports) still to remove
 KNOWN_DEFERRED_CYCLES: set[tuple[str, ...]] = {
-    ("memory_lab.memories.classic", "memory_lab.memories.registry"),
     ("memory_lab.cli", "memory_lab.serve.command"),
 }
 

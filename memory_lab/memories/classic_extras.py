@@ -14,16 +14,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, get_buffer_string
+from langchain_core.outputs import ChatResult
 
 from memory_lab.memories.classic import _COMMON, ClassicMemory, _messages, message_texts
 from memory_lab.memories.protocol import Exchange, Item, MemoryResources, Query, Recall
 from memory_lab.memories.registry import ParamDoc, register_memory
-from memory_lab.models.offline_base import OfflineChatModel
 from memory_lab.prompt import INPUT_KEY, MEMORY_KEY
 
 
-class BufferTokenCounter(OfflineChatModel):
+class BufferTokenCounter(BaseChatModel):
     """The ``llm`` a token buffer counts with: its buffer as the prompt holds it, in our tokens.
 
     ``ConversationTokenBufferMemory`` calls no model; it only asks its ``llm`` for token counts.
@@ -37,6 +38,12 @@ class BufferTokenCounter(OfflineChatModel):
         self, messages: Sequence[BaseMessage], tools: Sequence[Any] | None = None
     ) -> int:
         return self.count(get_buffer_string(list(messages)))
+
+    def get_num_tokens(self, text: str) -> int:
+        return self.count(text)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        raise NotImplementedError("the token buffer's counter counts tokens; it never answers")
 
     @property
     def _llm_type(self) -> str:

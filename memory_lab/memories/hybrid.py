@@ -40,6 +40,7 @@ from memory_lab.memories.protocol import (
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
 from memory_lab.prompt import INPUT_KEY, OUTPUT_KEY
+from memory_lab.text_analysis import en_stopwords, kiwi, stem
 
 T = TypeVar("T")
 
@@ -64,16 +65,14 @@ def bm25_terms(text: str) -> list[str]:
     (``moved`` -> ``mov``); a word joined by ``-``, ``_``, ``.`` or ``/`` is kept whole and in
     parts (``zx-48213``, ``zx``, ``48213``), so an order number matches as written or in part.
     """
-    from memory_lab.models.offline_reader import _en_stopwords, _kiwi, stem
-
     norm = unicodedata.normalize("NFKC", text).casefold()
     terms: list[str] = []
     if _HANGUL.search(norm):
-        for token in _kiwi().tokenize(norm):
+        for token in kiwi().tokenize(norm):
             if token.tag.split("-")[0] in _KO_TAGS and _HANGUL.search(token.form):
                 terms.append(token.form)
         norm = _HANGUL.sub(" ", norm)
-    stop = _en_stopwords()
+    stop = en_stopwords()
     for match in _CODE.finditer(norm):
         word = match.group()
         parts = [p for p in _CODE_SPLIT.split(word) if p]

@@ -17,33 +17,21 @@ come from the cache): the ids LangMem draws with ``uuid4`` (new memory keys, the
 in the prompt is its Store key (LangMem hashes the namespace with it, and the namespace holds
 the cell's unique id).
 
-Offline, the memory model answers with LangMem's rule script (``LangMemRuleModel``): for each
-first-person user sentence stating a durable fact or a preference (as for ``memgpt``), one call:
-``RemoveDoc`` when it restates a stored memory and retracts it (``no longer``, ``not
-anymore``, ...), ``PatchDoc`` replacing ``/content`` when it restates one with a new value
-(two or more shared content words, at least 60% of the smaller's), nothing when a memory holds
-it already, ``Memory(content=sentence)`` otherwise.
+Offline (``offline:memory``), the memory model recognises LangMem's and trustcall's tools among
+the bound ones and calls them by LangMem's rule script, deterministically; the memory does
+not know which model answers.
 """
 
 from __future__ import annotations
 
-import ast
 import contextvars
-import json
-import re
 import threading
 import uuid
 from collections.abc import Callable
 from typing import Any, Literal
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import BaseMessage, ToolMessage
-from langchain_core.outputs import ChatResult
-from langchain_core.runnables import RunnableBinding
-
 from memory_lab.memories.lg_backends import Persistence, check_postgres
 from memory_lab.memories.lg_store import user_id
-from memory_lab.memories.memgpt import FIRST_PERSON, personal_fact
 from memory_lab.memories.protocol import (
     Exchange,
     Item,
@@ -53,25 +41,11 @@ from memory_lab.memories.protocol import (
     SessionInfo,
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
-from memory_lab.models.offline_base import chat_result
-from memory_lab.models.offline_memory import OfflineMemoryModel, _tool_name, stored_key
-from memory_lab.models.offline_summarizer import speaker_sentences
 
 Backend = Literal["memory", "postgres"]
 NAMESPACE = "memories"
 INDEX_FIELDS = ("content.content",)  # a LangMem item's value: {"kind", "content": {"content"}}
 MEMORIES_HEADER = "Memories about the user:"
-RETRACT = re.compile(
-    r"\b(no longer|not any ?more|don't .{0,40}any ?more|never mind|forget that)\b|"
-    r"더 이상|이제 안",
-    re.I,
-)
-_INSTANCE = re.compile(r'<instance id=(\S+) schema_type="(\w+)">\n(.*?)\n</instance>', re.S)
-_MESSAGE = re.compile(
-    r"=+ (Human|Ai) Message =+\n\n(.*?)(?=\n\n=+ (?:Human|Ai) Message =+|\Z)", re.S
-)
-_SESSION = re.compile(r"<session_[^>]*>\n(.*?)\n</session_[^>]*>", re.S)
-_DATE = re.compile(r"^\[[^\]]*\]\s*")
 
 
 # ------------------------------------------------------------------------- deterministic ids
@@ -117,98 +91,6 @@ def _manager_class() -> type:
             return {str(item.key): item for item in ranked.values()}
 
     return CellMemoryStoreManager
-
-
-# ----------------------------------------------------------------------------- offline model
-
-
-def existing_memories(text: str) -> list[tuple[str, str]]:
-    """``(id, content)`` of each ``<instance ...>`` trustcall shows the model."""
-    out = []
-    for doc_id, _kind, body in _INSTANCE.findall(text):
-        try:
-            value = ast.literal_eval(body.strip())
-        except (ValueError, SyntaxError):
-            value = body
-        content = value.get("content", body) if isinstance(value, dict) else value
-        out.append((doc_id, str(content)))
-    return out
-
-
-def session_user_sentences(text: str) -> list[str]:
-    """The user's sentences in LangMem's ``<session_...>`` block (dates in front dropped)."""
-    session = _SESSION.search(text)
-    lines = []
-    for speaker, body in _MESSAGE.findall(session.group(1) if session else text):
-        if speaker == "Human":
-            lines.append("Human: " + _DATE.sub("", body.strip()).replace("\n", " "))
-    return [t for s, t in speaker_sentences("\n".join(lines)) if s == "Human"]
-
-
-class LangMemRuleModel(OfflineMemoryModel):
-    """The offline memory model with LangMem's rule script (the module docstring)."""
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
-        """A binding, as a chat model's ``bind_tools`` returns (trustcall rebinds its
-        ``.bound`` with the removal tool when memories exist)."""
-        names = tuple(_tool_name(t) for t in tools)
-        return RunnableBinding(bound=self.model_copy(update={"bound_tools": names}), kwargs={})
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        if not self.bound_tools or (messages and isinstance(messages[-1], ToolMessage)):
-            return super()._generate(messages, stop, run_manager, **kwargs)
-        prompt = "\n".join(str(m.content) for m in messages)
-        calls = self.langmem_calls(session_user_sentences(prompt), existing_memories(prompt))
-        reply = "" if calls else "No memories to form."
-        billed = reply + json.dumps(calls, ensure_ascii=False)
-        return chat_result(prompt, reply, billed, tool_calls=calls)
-
-    def langmem_calls(
-        self, sentences: list[str], existing: list[tuple[str, str]]
-    ) -> list[dict[str, Any]]:
-        calls: list[dict[str, Any]] = []
-        held = {content for _, content in existing}
-        known = list(existing)
-
-        def call(name: str, **args: Any) -> None:
-            if name in self.bound_tools:
-                calls.append({"name": name, "args": args, "id": f"call_{len(calls)}"})
-
-        for sentence in sentences:
-            if not re.search(FIRST_PERSON, sentence, re.I) or sentence in held:
-                continue
-            if not personal_fact(sentence, self.min_fact_score):
-                continue
-            old = stored_key(sentence, known)
-            if old is not None and RETRACT.search(sentence):
-                call("RemoveDoc", json_doc_id=old)
-            elif old is not None:
-                call(
-                    "PatchDoc",
-                    json_doc_id=old,
-                    planned_edits="replace /content with the user's newer statement",
-                    patches=[{"op": "replace", "path": "/content", "value": sentence}],
-                )
-            else:
-                call("Memory", content=sentence)
-            if old is not None:
-                known = [(k, v) for k, v in known if k != old]
-            held.add(sentence)
-        return calls
-
-
-def rule_model(model: Any) -> Any:
-    """The offline memory model with LangMem's rules; any other model unchanged."""
-    if isinstance(model, OfflineMemoryModel) and not isinstance(model, LangMemRuleModel):
-        fields = {name: getattr(model, name) for name in type(model).model_fields}
-        return LangMemRuleModel(**fields)
-    return model
 
 
 # ------------------------------------------------------------------------------------ memory
@@ -359,7 +241,7 @@ def langmem(
     )
     res.on_close(persistence.close)
     manager = _manager_class()(
-        rule_model(res.memory_llm),
+        res.memory_llm,
         enable_inserts=True,
         enable_deletes=deletes,
         query_limit=query_limit,

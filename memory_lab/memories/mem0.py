@@ -28,29 +28,22 @@ Three things differ from a bare ``Memory`` so runs are reproducible and correct:
   matches under mem0's 0.1 threshold; the cell's store returns ``1 - distance``. Chroma's store
   also writes mem0's vectors as given (``add_embeddings``) instead of embedding the text again.
 
-Offline, the memory model answers mem0's extraction call with ``Mem0RuleModel``: each
-first-person user sentence stating a durable fact or a preference (as for ``memgpt``) that no
-stored memory holds already becomes one memory.
+Offline (``offline:memory``), the memory model recognises mem0's extraction prompt and answers
+it by mem0's rule script, deterministically; the memory does not know which model answers.
 """
 
 from __future__ import annotations
 
 import contextvars
 import hashlib
-import json
 import logging
 import os
-import re
 import shutil
 import tempfile
 import threading
 import uuid
 from pathlib import Path
 from typing import Any, Literal
-
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatResult
 
 from memory_lab.config import ConfigError
 from memory_lab.memories.langmem import _CellIds
@@ -61,7 +54,6 @@ from memory_lab.memories.lg_backends import (
     describe_url,
 )
 from memory_lab.memories.lg_store import user_id
-from memory_lab.memories.memgpt import FIRST_PERSON, personal_fact
 from memory_lab.memories.protocol import (
     Exchange,
     Item,
@@ -71,14 +63,9 @@ from memory_lab.memories.protocol import (
     SessionInfo,
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
-from memory_lab.models.offline_base import chat_result
-from memory_lab.models.offline_memory import OfflineMemoryModel
-from memory_lab.models.offline_summarizer import speaker_sentences
 
 MEMORIES_HEADER = "Memories about the user:"
-EXTRACTOR_MARK = "You are a Memory Extractor"
 HISTORY_FILE = "mem0_history.db"
-_SECTION = re.compile(r"^## ([^\n]+)\n(.*?)(?=^## |^# Output:|\Z)", re.S | re.M)
 
 # ------------------------------------------------------------------ import, ids and dates
 
@@ -120,71 +107,6 @@ def _import_mem0(folder: Path) -> Any:
 
             main.generate_additive_extraction_prompt = dated_prompt
         return main
-
-
-# ----------------------------------------------------------------------------- offline model
-
-
-def prompt_sections(text: str) -> dict[str, str]:
-    """The ``## Name`` sections of mem0's extraction prompt."""
-    return {name.strip(): body.strip() for name, body in _SECTION.findall(text)}
-
-
-def new_user_sentences(text: str) -> list[str]:
-    """The user's sentences in the prompt's ``New Messages`` (``user: ...`` lines)."""
-    lines, speaker = [], None
-    for line in prompt_sections(text).get("New Messages", "").splitlines():
-        head = re.match(r"^(user|assistant|system): ", line)
-        if head:
-            speaker, line = head.group(1), line[head.end() :]
-        if speaker == "user":
-            lines.append("Human: " + line)
-    return [t for s, t in speaker_sentences("\n".join(lines)) if s == "Human"]
-
-
-def existing_texts(text: str) -> set[str]:
-    try:
-        shown = json.loads(prompt_sections(text).get("Existing Memories", "[]"))
-    except json.JSONDecodeError:
-        return set()
-    return {str(m.get("text", "")) for m in shown if isinstance(m, dict)}
-
-
-class Mem0RuleModel(OfflineMemoryModel):
-    """The offline memory model answering mem0's extraction call (the module docstring)."""
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        if not messages or EXTRACTOR_MARK not in str(messages[0].content):
-            return super()._generate(messages, stop, run_manager, **kwargs)
-        prompt = "\n".join(str(m.content) for m in messages)
-        held = existing_texts(prompt)
-        facts: list[str] = []
-        for sentence in new_user_sentences(prompt):
-            if sentence in held or sentence in facts:
-                continue
-            if re.search(FIRST_PERSON, sentence, re.I) and personal_fact(
-                sentence, self.min_fact_score
-            ):
-                facts.append(sentence)
-        reply = json.dumps(
-            {"memory": [{"id": str(i), "text": f} for i, f in enumerate(facts)]},
-            ensure_ascii=False,
-        )
-        return chat_result(prompt, reply)
-
-
-def rule_model(model: Any) -> Any:
-    """The offline memory model with mem0's rules; any other model unchanged."""
-    if isinstance(model, OfflineMemoryModel) and not isinstance(model, Mem0RuleModel):
-        fields = {name: getattr(model, name) for name in type(model).model_fields}
-        return Mem0RuleModel(**fields)
-    return model
 
 
 # ---------------------------------------------------------------------------- vector store
@@ -370,7 +292,7 @@ def mem0(
     from mem0.configs.base import MemoryConfig
 
     config = MemoryConfig(
-        llm={"provider": "langchain", "config": {"model": rule_model(res.memory_llm)}},
+        llm={"provider": "langchain", "config": {"model": res.memory_llm}},
         embedder={"provider": "langchain", "config": {"model": res.embeddings}},
         vector_store=vector_store_config(res, store),
         history_db_path=str(folder / HISTORY_FILE),

@@ -23,17 +23,9 @@ shown by ``snapshot()``.
 At a turn or a probe the context is the core memory, then what ``archival_memory_search`` and
 ``conversation_search`` return for the user's message (read-only: nothing is written).
 
-Offline, the memory model is given MemGPT's rule script (``MemGPTRuleModel``, deterministic):
-
-1. a user sentence in the first person (``I``, ``my``, ``we``, ...; ``저는``, ``제가``, ``우리``,
-   ...) that carries a durable fact (the offline memory model's informativeness of at least
-   ``min_fact_score``, or a stated preference) and is not a question ->
-   ``core_memory_append(label="human", content=sentence)``, unless the block already holds it;
-2. such a sentence that restates a line of the ``human`` block shown in the prompt (two or more
-   shared content words and at least 60% of the smaller's, as the offline extractor reuses a
-   fact's key) -> ``core_memory_replace(label="human", old_content=line, new_content=sentence)``;
-3. every exchange -> ``archival_memory_insert(content=the exchange's transcript)``;
-4. after tool results, a reply with no tool calls (the loop ends).
+Offline (``offline:memory``), the memory model recognises these tools among the bound ones and
+calls them by MemGPT's rule script, deterministically; the memory does not know which model
+answers.
 """
 
 from __future__ import annotations
@@ -45,9 +37,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.outputs import ChatResult
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
@@ -60,15 +50,7 @@ from memory_lab.memories.protocol import (
     SessionInfo,
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
-from memory_lab.models.offline_base import chat_result
-from memory_lab.models.offline_memory import (
-    _PREFERENCE,
-    OfflineMemoryModel,
-    ToolRule,
-    content_words,
-    stored_key,
-)
-from memory_lab.models.offline_summarizer import informativeness, speaker_sentences
+from memory_lab.text_analysis import content_words
 
 LABELS = ("persona", "human")
 DEFAULT_PERSONA = "I am the user's assistant. I remember what the user tells me."
@@ -83,7 +65,6 @@ CONVERSATION_HEADER = "Earlier in the conversation:"
 RESULT_SHOWN = 300  # characters of each tool result kept in the snapshot
 
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
-_BLOCK = r"<{label}[^>]*>\n(.*?)\n?</{label}>"
 
 
 # ---------------------------------------------------------------------------------- core memory
@@ -182,12 +163,6 @@ class CoreMemory:
         )
 
 
-def core_block(prompt: str, label: str) -> list[str]:
-    """The lines of block ``label`` in a rendered core memory (``CoreMemory.render``)."""
-    match = re.search(_BLOCK.format(label=label), prompt, re.S)
-    return [line for line in match.group(1).splitlines() if line.strip()] if match else []
-
-
 # -------------------------------------------------------------------------------- recall memory
 
 
@@ -234,7 +209,7 @@ class ConversationLog:
     def search(self, query: str, k: int, page: int = 0) -> list[Message]:
         total = len(self.messages)
         scores: dict[int, float] = defaultdict(float)
-        for term in search_terms(query):
+        for term in sorted(search_terms(query)):  # one summing order: the same float scores
             posting = self.postings.get(term)
             if not posting:
                 continue
@@ -293,79 +268,6 @@ tool calls.
 {date}
 Core memory:
 {core}"""
-
-
-class MemGPTRuleModel(OfflineMemoryModel):
-    """The offline memory model with MemGPT's rule script (the module docstring, rules 1-4).
-
-    It reads the ``human`` block from the core memory the system message shows, as a real
-    model would, and bills its tool calls (their JSON) as output tokens.
-    """
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        if not self.bound_tools or (messages and isinstance(messages[-1], ToolMessage)):
-            return super()._generate(messages, stop, run_manager, **kwargs)
-        system = "\n".join(str(m.content) for m in messages if m.type == "system")
-        human = next((str(m.content) for m in reversed(messages) if m.type == "human"), "")
-        calls = self.memgpt_calls(human, core_block(system, "human"))
-        prompt = "\n".join(str(m.content) for m in messages)
-        reply = "" if calls else "No memory tools needed."
-        billed = reply + json.dumps(calls, ensure_ascii=False)
-        return chat_result(prompt, reply, billed, tool_calls=calls)
-
-    def memgpt_calls(self, transcript: str, human_block: list[str]) -> list[dict[str, Any]]:
-        """Rules 1-3 for one exchange's transcript and the ``human`` block's lines."""
-        calls: list[dict[str, Any]] = []
-
-        def call(name: str, **args: str) -> None:
-            calls.append({"name": name, "args": args, "id": f"call_{len(calls)}"})
-
-        known = [(line, line) for line in human_block]
-        said = any(speaker == "Human" for speaker, _ in speaker_sentences(transcript))
-        rule_calls = self.tool_calls(transcript) if said else []  # rule 1's first-person pattern
-        for rule_call in rule_calls:
-            sentence = rule_call["args"]["content"]
-            if sentence in human_block or not personal_fact(sentence, self.min_fact_score):
-                continue
-            old = stored_key(sentence, known)
-            if old is not None:
-                call("core_memory_replace", label="human", old_content=old, new_content=sentence)
-                known = [(k, v) for k, v in known if k != old]
-            else:
-                call("core_memory_append", label="human", content=sentence)
-        if transcript.strip():
-            call("archival_memory_insert", content=transcript.strip())
-        return calls
-
-
-FIRST_PERSON = (
-    r"\b(i|i'm|i've|i'd|i'll|my|mine|me|we|we're|our|us)\b|"
-    r"(저는|제가|저희|저도|제\s|나는|내가|나도|내\s|우리)"
-)
-MEMGPT_RULES = (
-    ToolRule("core_memory_append", FIRST_PERSON, (("label", "human"), ("content", "{sentence}"))),
-)
-
-
-def personal_fact(sentence: str, min_score: float) -> bool:
-    """Rule 1's filter: a durable fact or a preference, not a question."""
-    if sentence.rstrip().endswith(("?", "？")):
-        return False
-    return informativeness("Human", sentence) >= min_score or bool(_PREFERENCE.search(sentence))
-
-
-def rule_model(model: Any) -> Any:
-    """The offline memory model with MemGPT's rules; any other model unchanged."""
-    if isinstance(model, OfflineMemoryModel) and not isinstance(model, MemGPTRuleModel):
-        fields = {name: getattr(model, name) for name in type(model).model_fields}
-        return MemGPTRuleModel(**{**fields, "tool_rules": MEMGPT_RULES})
-    return model
 
 
 # ---------------------------------------------------------------------------------------- memory
@@ -689,7 +591,7 @@ def memgpt(
 
     store = cell_vector_store(res)
     return MemGPTMemory(
-        rule_model(res.memory_llm),
+        res.memory_llm,
         store,
         max_chars=max_chars,
         k=k,

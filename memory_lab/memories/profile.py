@@ -4,9 +4,10 @@ The architecture guide's ``UserProfile`` / ``UserPreferences`` models and ``Prof
 After each exchange the memory model is asked which profile fields the exchange states or
 changes, as JSON for the flat ``ProfileUpdate`` schema (the extraction prompt of
 ``models.tasks``, listing the current profile so a changed field is given again under its
-name). Real models answer through ``with_structured_output(ProfileUpdate)``; the offline memory
-model answers the same prompt deterministically (a field takes the user sentence sharing most
-words with its name and description, and ``important_facts`` every informative user sentence).
+name). The model answers through ``with_structured_output(ProfileUpdate)``, whichever provider
+serves it (offline, deterministically: a field takes the user sentence sharing most words with
+its name and description, and ``important_facts`` every informative user sentence); a model
+without structured output gets the same prompt and its JSON reply is parsed.
 Scalar fields are overwritten (a new job or city replaces the old one), list fields are appended
 without duplicates, and ``important_facts`` are keyed facts: one under a key already stored
 replaces it (the prompt lists the stored keys), a fact another field already shows is left out.
@@ -244,15 +245,11 @@ class ProfileMemory:
     """A ``UserProfile`` the memory model updates after every exchange, plus the last ``k``."""
 
     def __init__(self, model: Any, k: int = 3, list_limit: int = 10, timestamps: bool = True):
-        from memory_lab.models.offline_base import OfflineChatModel
-
         self.model = model
-        self.structured = None
-        if not isinstance(model, OfflineChatModel):  # a real model: its structured output
-            try:
-                self.structured = model.with_structured_output(ProfileUpdate)
-            except NotImplementedError:  # a model without tool calling: the JSON prompt
-                self.structured = None
+        try:
+            self.structured = model.with_structured_output(ProfileUpdate)
+        except NotImplementedError:  # a model without structured output: the JSON prompt
+            self.structured = None
         self.k = k
         self.updater = ProfileUpdater(list_limit=list_limit)
         self.timestamps = timestamps

@@ -1,8 +1,11 @@
-"""Models named by a string: ``offline`` today; real providers go through the same door.
+"""Models named by a string: ``PROVIDER:MODEL``, with ``offline`` as one more provider.
 
 ``resolve_chat_model(spec, role)`` returns a LangChain chat model for a role: ``reader`` (answers
 the conversation), or a memory model role (``memory``, the LLM inside memories, or any other role
-a memory declares, such as ``extractor``), served offline by the offline memory model.
+a memory declares, such as ``extractor``). ``offline:reader`` is the offline reader and
+``offline:memory`` the offline memory model, whatever the role, resolved like ``openai:...``;
+``offline`` alone is the offline model of the role (the reader's for ``reader``, else the memory
+model), as run.json records it.
 """
 
 from __future__ import annotations
@@ -30,12 +33,35 @@ __all__ = [
     "OfflineReader",
     "READER_RETRIEVAL_MODEL",
     "OfflineSummarizer",
+    "OFFLINE_MODELS",
     "ProviderError",
     "count_tokens",
+    "is_offline",
     "resolve_chat_model",
     "model_name",
     "model_params",
 ]
+
+
+OFFLINE = "offline"
+# offline:NAME -> the name run.json records for it
+OFFLINE_MODELS = {"reader": "offline-reader", "memory": "offline-memory-model"}
+
+
+def is_offline(spec: str) -> bool:
+    """``offline`` or ``offline:NAME``: a model of this package, no provider, nothing to cache."""
+    return spec == OFFLINE or spec.startswith(OFFLINE + ":")
+
+
+def offline_model(spec: str, role: str) -> str:
+    """The offline model a spec names: ``reader`` or ``memory`` (ProviderError otherwise)."""
+    if spec == OFFLINE:
+        return "reader" if role == "reader" else "memory"
+    name = spec.removeprefix(OFFLINE + ":")
+    if name not in OFFLINE_MODELS:
+        known = ", ".join(f"offline:{n}" for n in OFFLINE_MODELS)
+        raise ProviderError(f"unknown offline model {name!r} in {spec!r} (known: {known})")
+    return name
 
 
 def resolve_chat_model(
@@ -47,14 +73,15 @@ def resolve_chat_model(
 ) -> BaseChatModel:
     """Build the chat model named by ``spec`` for ``role``.
 
-    ``offline`` gives the offline reader or summarizer (``embeddings``: its MiniLM, ``retrieval``:
-    its e5, shared caches when given); ``PROVIDER:MODEL`` a real model through
-    LangChain (ProviderError, a ValueError, says what to install or set when it cannot).
+    ``offline:reader`` gives the offline reader (``embeddings``: its MiniLM, ``retrieval``: its
+    e5, shared caches when given), ``offline:memory`` the offline memory model, ``offline`` the
+    one of the role; ``PROVIDER:MODEL`` a real model through LangChain (ProviderError, a
+    ValueError, says what to install or set when it cannot).
     """
     if not role.isidentifier() or role == "judge":
         raise ValueError(f"model role {role!r}: use reader or a memory model role name")
-    if spec == "offline":
-        if role == "reader":
+    if is_offline(spec):
+        if offline_model(spec, role) == "reader":
             return OfflineReader(
                 embeddings=(embeddings or OfflineEmbeddings()).view(None),
                 retrieval=(retrieval or OfflineEmbeddings(model=READER_RETRIEVAL_MODEL)).view(None),
@@ -71,6 +98,6 @@ def model_params(spec: str, role: str, base_url: str | None = None) -> dict:
 
 def model_name(spec: str, role: str) -> str:
     """The name recorded in run.json for the model a spec resolves to."""
-    if spec == "offline":
-        return "offline-reader" if role == "reader" else "offline-memory-model"
+    if is_offline(spec):
+        return OFFLINE_MODELS[offline_model(spec, role)]
     return spec

@@ -27,9 +27,9 @@ import re
 from functools import lru_cache
 from string import Formatter
 
-from memory_lab.models.offline_reader import _en_stopwords, _kiwi, features, is_hangul_text
 from memory_lab.models.tokens import count_tokens
 from memory_lab.normalize import sentences
+from memory_lab.text_analysis import en_stopwords, features, is_hangul_text, kiwi
 
 ENTITY_SUMMARY_TOKENS = 128
 KG_TRIPLE_DELIMITER = "<|>"  # as langchain_community.graphs.networkx_graph parses them
@@ -160,7 +160,7 @@ def proper_nouns(line: str, history: str = "") -> list[str]:
     """The named entities of one line, in order (see the module docstring for the rule)."""
     _, text = split_stamp(line)
     known = _known_names(f"{history}\n{text}")
-    stop = _en_stopwords()
+    stop = en_stopwords()
     names: list[str] = []
     run: list[str] = []
     held: str | None = None  # a sentence's first word, a name only if another name follows
@@ -219,7 +219,7 @@ def _korean_proper_nouns(text: str) -> list[str]:
     """Kiwi's proper nouns (``NNP``), adjacent ones joined (``해운대 호텔`` stays two)."""
     names: list[str] = []
     end = -1
-    for token in _kiwi().tokenize(text):
+    for token in kiwi().tokenize(text):
         if token.tag == "NNP" and _HANGUL.search(token.form):
             if token.start == end and names:
                 names[-1] += token.form
@@ -387,7 +387,7 @@ def _subject(words: list[str], known: set[str]) -> tuple[list[str], list[str], i
         if names and phrase:
             return [" ".join(names)], [" ".join(phrase)], j
         return [f"{HUMAN}'s " + " ".join(phrase or names)], [], j
-    if first in _en_stopwords():
+    if first in en_stopwords():
         return None  # "It", "She", "This": a subject we cannot resolve
     name: list[str] = []
     for word in words:
@@ -458,7 +458,7 @@ _KO_SELF = {"저": HUMAN, "나": HUMAN, "제가": HUMAN, "내가": HUMAN, "저�
 
 def _korean_triples(sentence: str) -> list[tuple[str, str, str]]:
     """(subject, verb lemma, object) for a Korean statement with a subject or topic particle."""
-    tokens = _kiwi().tokenize(sentence)
+    tokens = kiwi().tokenize(sentence)
     marker = next(
         (t for t in tokens if t.tag == "JKS" or (t.tag == "JX" and t.form in ("은", "는"))), None
     )

@@ -132,6 +132,39 @@ def test_conversation_search_finds_an_old_turn_among_many():
     assert ko.search("부산에서 얼마나 살았죠?", k=1)[0].turn_id == "busan"
 
 
+SEARCH_EVERY_TURN = """
+import json
+from memory_lab import load_dialogues
+from memory_lab.memories.memgpt import ConversationLog, Message
+dialogue = next(d for d in load_dialogues("builtin:classic") if d.id == "family-palsun-party-ko")
+users = [t for t in dialogue.turns if t.role == "user"]
+log = ConversationLog()
+for i, turn in enumerate(users):
+    log.add(Message("Human", turn.text, turn.id, "s", None, i))
+print(json.dumps([[m.turn_id for m in log.search(turn.text, 4)] for turn in users]))
+"""
+
+
+def test_conversation_search_ranks_alike_in_every_process():
+    """Scores are summed in one order, so near ties rank alike whatever the hash seed (summing
+    a set's terms in its iteration order made two processes rank them apart)."""
+    import os
+    import subprocess
+    import sys
+
+    found = {
+        subprocess.run(
+            [sys.executable, "-c", SEARCH_EVERY_TURN],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in (1, 2, 3)
+    }
+    assert len(found) == 1 and len(json.loads(found.pop())) > 20
+
+
 def test_conversation_search_tool_and_recall_report_source_turns(mini_dialogue, run_models):
     cell = replayed("memgpt:k=1", mini_dialogue, run_models)
     first = exchanges(mini_dialogue)[1]

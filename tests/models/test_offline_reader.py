@@ -8,9 +8,10 @@ to a question, abstention when nothing relevant is there, determinism and record
 import pytest
 
 from memory_lab.models import ABSTAIN_REPLY, OfflineReader
-from memory_lab.models.offline_reader import features, split_sentences, stem
+from memory_lab.models.offline_reader import split_sentences
 from memory_lab.prompt import render_prompt, split_prompt
 from memory_lab.scoring import is_abstention
+from memory_lab.text_analysis import features, stem
 
 MEMORY_EN = """Human: The weather is nice today.
 AI: It really is.
