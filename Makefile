@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup bench test lint docs lock clean
+.PHONY: setup bench test test-slow lint docs lock clean
 
 # Every install is pinned by constraints.txt (`make lock` rewrites it). torch is installed first,
 # on its own: any other route pulls a multi-GB CUDA build.
@@ -27,6 +27,10 @@ bench: setup
 
 test: setup
 	$(PY) -m pytest -q
+
+# The slower checks the default run leaves out (marked slow: more kill points, more Ray).
+test-slow: setup
+	$(PY) -m pytest -q -m slow
 
 lint: setup
 	$(VENV)/bin/ruff check memory_lab tests benchmarks

@@ -47,7 +47,7 @@ def test_every_memory_runs_with_concurrency_4_as_it_does_alone(tmp_path):
 
     from memory_lab import load_dialogues, resolve_memories, run_benchmark
 
-    dialogues = sorted(load_dialogues("builtin:classic"), key=lambda d: len(d.turns))[:4]
+    dialogues = sorted(load_dialogues("builtin:classic"), key=lambda d: len(d.turns))[:2]
     memories = resolve_memories(["all", "vector:k=2"])  # vector cells overlap in time
 
     def records(folder):

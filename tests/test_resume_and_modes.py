@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
 from memory_lab.cli import main
 from memory_lab.records import without_timings
@@ -24,6 +26,8 @@ def records(folder):
     return [without_timings(r) for r in rows]
 
 
+# slow: the CLI run killed once; tests/test_faults.py kills runs at many points in the default run
+@pytest.mark.slow
 def test_a_killed_run_resumes_without_losing_or_duplicating_records(tmp_path):
     memories = ["buffer", "window:k=1", "summary"]
     out = tmp_path / "killed"

@@ -1,8 +1,8 @@
 """One registration path: a one-file memory under every executor and on resume; no import cycle.
 
 The memory below is what a user writes: one module on ``PYTHONPATH`` with ``@register_memory``,
-named on the command line as ``module:factory``. Its cells run in ``--jobs`` workers and Ray
-tasks that import it from that name, and a resumed folder finds it again from ``run.json``.
+named on the command line as ``module:factory``. Its cells run in Ray tasks that import it from
+that name (``--jobs`` workers and ``--resume``: ``tests/memories/test_protocol.py``).
 The built-ins register through the same decorator, from modules the registry never imports by
 name, and are recorded without a source.
 """
@@ -110,25 +110,6 @@ def dated(tmp_path: Path) -> str:
     return str(tmp_path / "dated.yaml")
 
 
-def test_a_one_file_memory_runs_with_jobs_and_resumes(one_file_memory, tmp_path):
-    out = tmp_path / "jobs"
-    assert run(dated(tmp_path), out, "--jobs", "2") == 0
-    complete = records_of(out)
-    turns = [r for r in complete if r["type"] == "turn" and r["memory"] == LABEL]
-    assert turns and any("Human: [2026-04-01] " in t["prompt"] for t in turns)  # timestamps on
-    specs = json.loads((out / "run.json").read_text("utf-8"))["memory_specs"]
-    assert [(s["label"], s["source"]) for s in specs] == [
-        (LABEL, "last_lines_mod:last_lines"),
-        ("buffer", None),  # a built-in is recorded without a source, as before
-    ]
-    # a folder whose last cell never finished, resumed with nothing of the memory imported
-    kept = [r for r in complete if r["memory"] == "buffer"]
-    (out / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
-    forget()
-    assert main(["run", "--resume", str(out), "--jobs", "2", "--quiet"]) == 0
-    assert sorted(map(json.dumps, records_of(out))) == sorted(map(json.dumps, complete))
-
-
 def test_a_one_file_memory_runs_as_ray_tasks(one_file_memory, tmp_path):
     pytest.importorskip("ray")
     one_job = tmp_path / "one-job"
@@ -137,7 +118,13 @@ def test_a_one_file_memory_runs_as_ray_tasks(one_file_memory, tmp_path):
     out = tmp_path / "ray"
     assert run(dated(tmp_path), out, "--executor", "ray", "--jobs", "2") == 0
     assert records_of(out) == records_of(one_job)
-    assert any(r["memory"] == LABEL for r in records_of(out))
+    turns = [r for r in records_of(out) if r["type"] == "turn" and r["memory"] == LABEL]
+    assert turns and any("Human: [2026-04-01] " in t["prompt"] for t in turns)  # timestamps on
+    specs = json.loads((out / "run.json").read_text("utf-8"))["memory_specs"]
+    assert [(s["label"], s["source"]) for s in specs] == [
+        (LABEL, "last_lines_mod:last_lines"),
+        ("buffer", None),  # a built-in is recorded without a source, as before
+    ]
 
 
 def test_a_memory_imported_by_hand_is_known_by_name_with_its_source(one_file_memory):
