@@ -165,11 +165,17 @@ class BodyLimit:
 
 def create_app(settings: ServeSettings) -> FastAPI:
     """The app serving ``settings``; memories are made per user on first use."""
-    limits = settings.limits
     app = FastAPI(title="memory-lab serve", lifespan=_lifespan, docs_url=None, redoc_url=None)
     app.state.settings = settings
-    rate = RateLimiter(limits.rate, limits.rate_window)
-    page = package_files.files("memory_lab").joinpath("data/playground.html").read_text("utf-8")
+    _add_error_handlers(app)
+    _add_access_log(app)
+    app.add_middleware(BodyLimit, limit=settings.limits.max_body_bytes)
+    _add_routes(app, settings)
+    return app
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """Every refusal and error as one JSON shape (``_error``)."""
 
     @app.exception_handler(RequestError)
     async def refused(request: Request, exc: RequestError) -> JSONResponse:
@@ -184,6 +190,8 @@ def create_app(settings: ServeSettings) -> FastAPI:
         message = "no such route" if exc.status_code == 404 else str(exc.detail)
         return _error(exc.status_code, message)
 
+
+def _add_access_log(app: FastAPI) -> None:
     @app.middleware("http")
     async def access_log(request: Request, call_next: Any) -> Response:
         started = time.perf_counter()
@@ -198,24 +206,47 @@ def create_app(settings: ServeSettings) -> FastAPI:
         )
         return response
 
-    app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
+
+def _work(settings: ServeSettings, method: str, path: str, fn: Any, *args: Any) -> Any:
+    """Run memory work; a failure becomes a JSON 500 naming its type (no message text)."""
+    try:
+        return fn(*args)
+    except RequestError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - answered as JSON, logged without text
+        log.error("%s %s failed: %s", method, path, type(exc).__name__)
+        text = redact(str(exc).strip().splitlines()[0]) if str(exc).strip() else ""
+        if settings.log_messages and text:
+            log.error("  %s", text)
+        detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        raise RequestError(500, f"the memory failed: {detail}") from None
+
+
+def _log_turns(settings: ServeSettings, user_id: str, message: str, turns: list[dict]) -> None:
+    for turn in turns:
+        log.info(
+            "chat user=%s memory=%s turn=%d chars=%d reply_chars=%d context_tokens=%d",
+            user_id,
+            turn["memory"],
+            turn["turn"],
+            len(message),
+            len(turn["reply"]),
+            turn["tokens"]["context"],
+        )
+        if settings.log_messages:
+            log.info("  message=%r reply=%r", message, turn["reply"])
+
+
+def _add_routes(app: FastAPI, settings: ServeSettings) -> None:
+    limits = settings.limits
+    rate = RateLimiter(limits.rate, limits.rate_window)
+    page = package_files.files("memory_lab").joinpath("data/playground.html").read_text("utf-8")
 
     def chats() -> Chats:
         return app.state.chats
 
     def work(method: str, path: str, fn: Any, *args: Any) -> Any:
-        """Run memory work; a failure becomes a JSON 500 naming its type (no message text)."""
-        try:
-            return fn(*args)
-        except RequestError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - answered as JSON, logged without text
-            log.error("%s %s failed: %s", method, path, type(exc).__name__)
-            text = redact(str(exc).strip().splitlines()[0]) if str(exc).strip() else ""
-            if settings.log_messages and text:
-                log.error("  %s", text)
-            detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-            raise RequestError(500, f"the memory failed: {detail}") from None
+        return _work(settings, method, path, fn, *args)
 
     def admit(user_id: str) -> str:
         check_user_id(user_id)
@@ -243,18 +274,7 @@ def create_app(settings: ServeSettings) -> FastAPI:
         admit(user_id)
         message = check_message(body.message, limits)
         turns = work("POST", "/chat", chats().chat, user_id, message, body.memory)
-        for turn in turns:
-            log.info(
-                "chat user=%s memory=%s turn=%d chars=%d reply_chars=%d context_tokens=%d",
-                user_id,
-                turn["memory"],
-                turn["turn"],
-                len(message),
-                len(turn["reply"]),
-                turn["tokens"]["context"],
-            )
-            if settings.log_messages:
-                log.info("  message=%r reply=%r", message, turn["reply"])
+        _log_turns(settings, user_id, message, turns)
         return {"user_id": user_id, "reply": turns[0]["reply"], "memories": turns}
 
     @app.get("/memory/{user_id}")
@@ -282,5 +302,3 @@ def create_app(settings: ServeSettings) -> FastAPI:
             media_type="application/yaml",
             headers={"Content-Disposition": f'attachment; filename="{name}"'},
         )
-
-    return app
