@@ -19,22 +19,12 @@ from memory_lab.accounting import Price
 from memory_lab.rank_scores import RANK_SCORES
 from memory_lab.record_log import ended_cells
 from memory_lab.records import RECORD_TYPES
-from memory_lab.redact import redact_value
+from memory_lab.run_spec import RUN_FILE
 from memory_lab.stats import wilson_interval
 
-RUN_FILE = "run.json"
 RECORDS_FILE = "records.jsonl"
 SUMMARY_FILE = "summary.csv"
 CATEGORY_SUMMARY_FILE = "summary_by_category.csv"
-
-
-def write_run_info(folder: Path, info: dict[str, Any]) -> None:
-    """Write ``run.json`` atomically (a reader never sees half a file), redacted: no password,
-    key or token of the run is written (``redact.py``)."""
-    tmp = folder / (RUN_FILE + ".tmp")
-    text = json.dumps(redact_value(info), indent=2, ensure_ascii=False, sort_keys=True, default=str)
-    tmp.write_text(text, "utf-8")
-    tmp.replace(folder / RUN_FILE)
 
 
 @dataclass
