@@ -82,22 +82,30 @@ class _Record:
     @classmethod
     def from_json(cls, data: Any, where: str, section: str) -> Any:
         if not isinstance(data, dict):
-            raise RunSpecError(f"{where}: {section} must be an object, got {type(data).__name__}")
+            what = f"field {section!r}" if section else "it"
+            raise RunSpecError(f"{where}: {what} must be an object, got {type(data).__name__}")
         keys = cls._keys()
         values = {}
         for name, key in keys.items():
             if key in data:
                 convert = cls.CONVERT.get(name)
+                label = f"{section}.{key}" if section else key
                 try:
-                    values[name] = data[key] if convert is None else convert(data[key])
+                    values[name] = (
+                        data[key] if convert is None else convert(data[key], where, label)
+                    )
                 except RunSpecError:
                     raise
                 except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                    label = f"{section}.{key}" if section != "run.json" else key
+                    if str(exc).startswith(f"{where}: "):  # it names the file already
+                        raise RunSpecError(str(exc)) from None
                     raise RunSpecError(f"{where}: field {label!r}: {exc}") from None
         absent = frozenset(n for n, k in keys.items() if k not in data)
         extra = {k: v for k, v in data.items() if k not in keys.values()}
-        return cls(**values, absent=absent, extra=extra)
+        try:
+            return cls(**values, absent=absent, extra=extra)
+        except TypeError as exc:  # a required key is missing
+            raise RunSpecError(f"{where}: field {section!r}: {exc}") from None
 
     def to_json(self) -> dict[str, Any]:
         keys = self._keys()
@@ -121,22 +129,28 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _model(text: Any) -> ModelSpec:
+def _model(text: Any, where: str, label: str) -> ModelSpec:
     return ModelSpec.parse(text)
 
 
-def _price(data: Any) -> Price:
+def _section(kind: Any) -> Any:
+    """A converter reading a nested section as ``kind``."""
+    return lambda data, where, label: kind.from_json(data, where, label)
+
+
+def _price(data: Any, where: str, label: str) -> Price:
     if not isinstance(data, dict):
         raise ValueError(f"must be an object, got {type(data).__name__}")
     return Price(**data)
 
 
-def _memory_spec(data: Any) -> MemorySpec:
-    """A memory spec as recorded (checked against its factory only on resume)."""
-    if not isinstance(data, dict):
-        raise ValueError(f"must hold objects, got {type(data).__name__}")
-    return MemorySpec(
-        data["name"], dict(data.get("params") or {}), data["label"], data.get("source")
+def _memory_specs(items: Any, where: str, label: str) -> tuple[MemorySpec, ...]:
+    """Memory specs as recorded (checked against their factories only on resume)."""
+    if not isinstance(items, list) or not all(isinstance(x, dict) for x in items):
+        raise ValueError("must be a list of objects")
+    return tuple(
+        MemorySpec(d["name"], dict(d.get("params") or {}), d["label"], d.get("source"))
+        for d in items
     )
 
 
@@ -181,8 +195,8 @@ class ModelRecord(_Record):
         "llm": _model,
         "memory_llm": _model,
         "embeddings": _model,
-        "roles": lambda d: {
-            r: RoleModel.from_json(v, "run.json", f"models.roles.{r}") for r, v in d.items()
+        "roles": lambda d, where, label: {
+            r: RoleModel.from_json(v, where, f"{label}.{r}") for r, v in d.items()
         },
     }
 
@@ -214,18 +228,24 @@ class Pricing(_Record):
     note: str | None = None
 
 
-def _records(kind: Any, section: str) -> Any:
-    def convert(items: Any) -> tuple:
+def _records(kind: Any) -> Any:
+    def convert(items: Any, where: str, label: str) -> tuple:
         if not isinstance(items, list):
             raise ValueError(f"must be a list, got {type(items).__name__}")
-        return tuple(kind.from_json(x, "run.json", f"{section}[{n}]") for n, x in enumerate(items))
+        return tuple(kind.from_json(x, where, f"{label}[{n}]") for n, x in enumerate(items))
 
     return convert
 
 
-def _strings(items: Any) -> tuple[str, ...]:
+def _strings(items: Any, where: str, label: str) -> tuple[str, ...]:
     if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
         raise ValueError("must be a list of strings")
+    return tuple(items)
+
+
+def _list(items: Any, where: str, label: str) -> tuple:
+    if not isinstance(items, list):
+        raise ValueError(f"must be a list, got {type(items).__name__}")
     return tuple(items)
 
 
@@ -239,17 +259,17 @@ class RunSpec(_Record):
     """
 
     CONVERT: ClassVar[dict[str, Any]] = {
-        "config": lambda d: RunConfig.from_json(d, "run.json"),
-        "memory_specs": lambda items: tuple(_memory_spec(x) for x in items),
+        "config": lambda data, where, label: RunConfig.from_json(data, where),
+        "memory_specs": _memory_specs,
         "memories": _strings,
         "dialogue_sources": _strings,
-        "dialogues": _records(DialogueEntry, "dialogues"),
+        "dialogues": _records(DialogueEntry),
         "resources": _strings,
-        "models": lambda d: ModelRecord.from_json(d, "run.json", "models"),
-        "pricing": lambda d: Pricing.from_json(d, "run.json", "pricing"),
-        "argv": lambda items: tuple(items),
-        "errors": lambda items: tuple(items),
-        "resume_history": lambda items: tuple(items),
+        "models": _section(ModelRecord),
+        "pricing": _section(Pricing),
+        "argv": _list,
+        "errors": _list,
+        "resume_history": _list,
     }
     KEYS: ClassVar[dict[str, str]] = {"resume_history": "resumed"}
 
@@ -314,10 +334,7 @@ class RunSpec(_Record):
         """A spec from run.json's content (``where`` names it in errors)."""
         if not isinstance(data, dict):
             raise RunSpecError(f"{where}: must hold an object, got {type(data).__name__}")
-        try:
-            return cls.from_json(data, where, "run.json")
-        except RunSpecError as exc:  # sections name "run.json"; say which file
-            raise RunSpecError(str(exc).replace("run.json: ", f"{where}: ", 1)) from None
+        return cls.from_json(data, where, "")
 
     def require(self, *fields: str) -> None:
         """RunSpecError naming the first of ``fields`` the file lacks."""
