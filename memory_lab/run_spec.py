@@ -121,7 +121,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Price):
         return price_dict(value)
     if isinstance(value, _Record | RunConfig | MemorySpec):
-        return value.to_json()
+        return _plain(value.to_json()) if not isinstance(value, _Record) else value.to_json()
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
