@@ -34,7 +34,6 @@ from memory_lab.memories.registry import (
     parse_memory_spec,
     preflight_memories,
 )
-from memory_lab.model_spec import OFFLINE
 from memory_lab.models import EMBEDDING_MODEL_NAME, TOKENIZER_NAME, model_name, model_params
 from memory_lab.models.embeddings import (
     STORABLE_MODELS,
@@ -262,7 +261,7 @@ def run_cache_dir(config: RunConfig, effective: RunConfig) -> str | None:
     """The call cache folder of a run (``$MEMORY_LAB_CACHE`` read here, once), or None."""
     # the offline reader ranks with e5, and offline memories may embed with it: its vectors are
     # kept in the cache file too (bit-identical whoever computes them)
-    offline_e5 = effective.llm == OFFLINE or (
+    offline_e5 = effective.model("reader").offline or (
         offline_embedding_model(effective.embeddings) in STORABLE_MODELS
     )
     if config.cache is False or not (effective.uses_provider() or offline_e5):
@@ -360,7 +359,7 @@ def model_record(effective: RunConfig, roles: list[str]) -> ModelRecord:
     """run.json's ``models``: what each role executes, resolved names and parameters."""
     base_url = effective.base_url
     memory_embedding = offline_embedding_model(effective.embeddings)
-    reader_offline = effective.llm == OFFLINE
+    reader_offline = effective.model("reader").offline
     return ModelRecord(
         llm=effective.model("reader"),
         llm_model=model_name(effective.llm, "reader"),

@@ -243,6 +243,25 @@ SUMMARY_COLUMNS = [
 ]
 
 
+def _est_cost(
+    pricing: Pricing,
+    turns: pd.DataFrame,
+    prompt_tokens: int,
+    completion_tokens: int,
+    embedding_tokens: int,
+) -> float:
+    """US dollars at the run's prices: conversation and memory-LLM tokens at the answering
+    model's, embedded tokens at the embedding model's; NaN without prices."""
+    llm, emb = pricing.llm, pricing.embeddings
+    if llm is None or emb is None:
+        return math.nan
+    return (
+        (prompt_tokens + turns["memory_input_tokens"].sum()) * llm.input_per_mtok
+        + (completion_tokens + turns["memory_output_tokens"].sum()) * llm.output_per_mtok
+        + embedding_tokens * emb.input_per_mtok
+    ) / 1e6
+
+
 def summarize(results: Results) -> pd.DataFrame:
     """One row per memory: retrieval first, then the answering model's recall, then cost.
 
@@ -273,7 +292,6 @@ def summarize(results: Results) -> pd.DataFrame:
         | set(probes.get("memory", pd.Series(dtype=str)))
     )
     pricing = results.pricing
-    llm_price, emb_price = pricing.llm, pricing.embeddings
     rows = []
     for memory in order:
         t = turns[turns["memory"] == memory] if len(turns) else turns
@@ -294,13 +312,7 @@ def summarize(results: Results) -> pd.DataFrame:
             t["embedding_tokens"].sum() + (p["embedding_tokens"].sum() if n else 0)
         )
         memory_tokens = memory_llm_tokens + embedding_tokens
-        cost = math.nan
-        if llm_price is not None and emb_price is not None:
-            cost = (
-                (prompt_tokens + t["memory_input_tokens"].sum()) * llm_price.input_per_mtok
-                + (completion_tokens + t["memory_output_tokens"].sum()) * llm_price.output_per_mtok
-                + embedding_tokens * emb_price.input_per_mtok
-            ) / 1e6
+        cost = _est_cost(pricing, t, prompt_tokens, completion_tokens, embedding_tokens)
         rows.append(
             {
                 "memory": memory,
