@@ -2,7 +2,9 @@
 
 ``run.json`` holds every parameter that shaped a number (memory specs with resolved parameters,
 models, tokenizer, prices, dialogue content hashes, package versions), so any run can be rebuilt
-from its folder.
+from its folder: it is the run's ``RunSpec`` (``run_spec.py``). ``prepare_run`` does the
+preflight once and builds the spec of a new run, ``RunSpec.load(folder).resumed(...)`` that of a
+resume, and ``execute`` runs either: ``run_benchmark`` and ``resume_benchmark`` are those.
 """
 
 from __future__ import annotations

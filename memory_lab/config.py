@@ -1,8 +1,11 @@
 """``RunConfig``: every setting that shapes a run's numbers, in one frozen object.
 
-It is what the CLI builds, what ``run_benchmark`` and the workers receive, and what ``run.json``
-records (``to_json``) and ``--resume`` rebuilds (``from_json``). Run-wide named resources such as
-a database URL are deliberately not part of it: they are passed beside it and never written.
+It is what the CLI builds and ``run_benchmark`` receives, part of the run's ``RunSpec`` (which
+the workers receive), what ``run.json`` records (``to_json``) and ``--resume`` rebuilds
+(``from_json``). Run-wide named resources such as a database URL are deliberately not part of it:
+they are passed beside it and never written. ``ClientSettings`` (request timeout, retries) is
+how provider clients behave: read from the environment once, where a run's spec is built, and
+passed as a value from there.
 """
 
 from __future__ import annotations
