@@ -2,17 +2,19 @@
 
 ``run.json`` holds every parameter that shaped a number (memory specs with resolved parameters,
 models, tokenizer, prices, dialogue content hashes, package versions), so any run can be rebuilt
-from its folder.
+from its folder: it is the run's ``RunSpec`` (``run_spec.py``). ``prepare_run`` does the
+preflight once and builds the spec of a new run, ``RunSpec.load(folder).resumed(...)`` that of a
+resume, and ``execute`` runs either: ``run_benchmark`` and ``resume_benchmark`` are those.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import shutil
 import sys
 import uuid
+from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,8 +25,8 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from memory_lab.accounting import load_prices, price_dict
-from memory_lab.config import ConfigError, RunConfig
+from memory_lab.accounting import Price, load_prices
+from memory_lab.config import ClientSettings, ConfigError, RunConfig
 from memory_lab.dialogue import Dialogue
 from memory_lab.executors import CellOutcome, CellTask, choose_executor, import_ray
 from memory_lab.memories.registry import (
@@ -33,7 +35,6 @@ from memory_lab.memories.registry import (
     memory_factories,
     parse_memory_spec,
     preflight_memories,
-    spec_from_json,
 )
 from memory_lab.models import EMBEDDING_MODEL_NAME, TOKENIZER_NAME, model_name, model_params
 from memory_lab.models.embeddings import (
@@ -41,7 +42,7 @@ from memory_lab.models.embeddings import (
     embedding_model_name,
     offline_embedding_model,
 )
-from memory_lab.models.providers import check_provider
+from memory_lab.models.providers import check_provider, client_settings
 from memory_lab.prompt import TEMPLATES
 from memory_lab.record_log import (
     PARTS_DIR,
@@ -52,7 +53,7 @@ from memory_lab.record_log import (
     ended_cells,
     prepare_parts,
 )
-from memory_lab.redact import has_redacted_credentials, redact, redact_value, remember_resources
+from memory_lab.redact import redact_value, remember_resources
 from memory_lab.results import (
     CATEGORY_SUMMARY_FILE,
     RECORDS_FILE,
@@ -61,11 +62,18 @@ from memory_lab.results import (
     read_results,
     summarize,
     summarize_by_category,
-    write_run_info,
 )
-from memory_lab.run_guard import CHECKSUM_KEY, check_config, config_checksums, hold_folder
+from memory_lab.run_guard import config_checksums, hold_folder
+from memory_lab.run_spec import (
+    RUN_FILE,
+    DialogueEntry,
+    ModelRecord,
+    Pricing,
+    RoleModel,
+    RunSpec,
+)
 from memory_lab.runner import RunModels, exchanges
-from memory_lab.sources import BUILTIN_PREFIX, load_dialogues
+from memory_lab.sources import BUILTIN_PREFIX
 
 PACKAGES = (
     "memory-lab",
@@ -155,18 +163,6 @@ def absolute_judge_prompts(config: RunConfig) -> RunConfig:
     return config.replace(judge_prompts=paths)
 
 
-def check_judge_prompts(info: dict[str, Any], config: RunConfig, where: str) -> None:
-    """ValueError if a grading prompt file changed since the run started."""
-    from memory_lab.judge import judge_templates
-
-    recorded = [p["sha256"] for p in ((info.get("judge") or {}).get("prompts") or [])]
-    if config.judge is None or not recorded:
-        return
-    for template, sha in zip(judge_templates(config.judge_prompts), recorded, strict=False):
-        if template.sha256 != sha:
-            raise ValueError(f"{where}: judge prompt {template.file} changed since the run started")
-
-
 def package_versions() -> dict[str, str]:
     versions = {}
     for name in PACKAGES:
@@ -230,21 +226,28 @@ def run_benchmark(
     that raises is recorded as failed with its error and the run goes on. ``jobs`` > 1 runs
     cells in processes (memories must be built in or named ``module:factory``); records are the
     same as with one job apart from timings. ``dry_run`` replays with the offline stand-ins,
-    calling no provider, and prices the tokens as the requested models.
+    calling no provider, and prices the tokens as the requested models. It is
+    ``execute(prepare_run(...))``.
     """
-    config = config or RunConfig(**settings)
-    remember_resources(resources, config.base_url)  # masked in every message from here on
-    if not memories:
-        raise ValueError("no memories to run")
-    if not dialogues:
-        raise ValueError("no dialogues to run")
-    prices = load_prices(config.prices_file)
-    # price real models by their own entry when the table has one, offline runs as gpt-4o-mini
+    spec = prepare_run(
+        memories,
+        dialogues,
+        out,
+        config or RunConfig(**settings),
+        sources=sources,
+        resources=resources,
+    )
+    return execute(spec, progress=progress)
+
+
+def price_models(config: RunConfig, prices: dict[str, Price]) -> RunConfig:
+    """The config with its price table entries: real models by their own entry when the table
+    has one, offline runs as gpt-4o-mini (ConfigError for an entry the table lacks)."""
     if config.price_model is None:
-        name = config.llm.partition(":")[2]
+        name = config.model("reader").name
         config = config.replace(price_model=name if name in prices else DEFAULT_PRICE_MODEL)
     if config.embedding_price_model is None:
-        name = config.embeddings.partition(":")[2]
+        name = config.model("embeddings").name
         config = config.replace(
             embedding_price_model=name if name in prices else DEFAULT_EMBEDDING_PRICE_MODEL
         )
@@ -253,160 +256,148 @@ def run_benchmark(
             raise ConfigError(
                 f"no price for {name!r} in the price table (known: {', '.join(prices)})"
             )
-    effective = config.offline_stand_ins() if config.dry_run else config
-    cache_dir = None
+    return config
+
+
+def run_cache_dir(config: RunConfig, effective: RunConfig) -> str | None:
+    """The call cache folder of a run (``$MEMORY_LAB_CACHE`` read here, once), or None."""
     # the offline reader ranks with e5, and offline memories may embed with it: its vectors are
     # kept in the cache file too (bit-identical whoever computes them)
-    offline_e5 = effective.llm == "offline" or (
+    offline_e5 = effective.model("reader").offline or (
         offline_embedding_model(effective.embeddings) in STORABLE_MODELS
     )
-    if config.cache is not False and (effective.uses_provider() or offline_e5):
-        from memory_lab.cache import default_cache_dir
+    if config.cache is False or not (effective.uses_provider() or offline_e5):
+        return None
+    from memory_lab.cache import default_cache_dir
 
-        cache_dir = str(default_cache_dir() if config.cache is True else Path(config.cache))
-    # every provider request of this process and its workers times out (read by providers.py)
-    os.environ["MEMORY_LAB_REQUEST_TIMEOUT"] = str(config.request_timeout)
-    memory_embedding = offline_embedding_model(effective.embeddings)  # ValueError if unknown
-    for spec in effective.model_specs():  # fail once, before any folder is made
-        check_provider(spec, effective.base_url)
-    preflight_memories(memories, resources)  # a missing server fails here, before any folder
+    return str(default_cache_dir() if config.cache is True else Path(config.cache))
+
+
+def preflight(
+    config: RunConfig, memories: Sequence[MemorySpec], resources: dict[str, str] | None
+) -> None:
+    """Fail now, before any folder is written, for what would fail every cell: a provider that
+    cannot be served (package, key, nothing listening), a memory's missing server, no Ray."""
+    for spec in config.model_specs():
+        check_provider(spec, config.base_url)
+    preflight_memories(list(memories), resources)
     if config.executor == "ray":
         import_ray()  # ValueError naming --executor ray when it is not installed
-    roles = memory_roles(memories)
-    base_url = effective.base_url
+
+
+def prepare_run(
+    memories: list[MemorySpec],
+    dialogues: list[Dialogue],
+    out: str | Path,
+    config: RunConfig,
+    *,
+    sources: list[str] | None = None,
+    resources: dict[str, str] | None = None,
+    max_retries: int | None = None,
+) -> RunSpec:
+    """The spec of a new run, after the preflight (``preflight``): pricing, cache folder, the
+    models it executes (offline stand-ins in a dry run) with their recorded parameters, the
+    grading prompts. ``max_retries`` unset: ``MEMORY_LAB_MAX_RETRIES`` (read here, once)."""
+    remember_resources(resources, config.base_url)  # masked in every message from here on
+    if not memories:
+        raise ValueError("no memories to run")
+    if not dialogues:
+        raise ValueError("no dialogues to run")
+    prices = load_prices(config.prices_file)
+    config = price_models(config, prices)
+    effective = config.offline_stand_ins() if config.dry_run else config
+    cache_dir = run_cache_dir(config, effective)
+    offline_embedding_model(effective.embeddings)  # ValueError if unknown
+    preflight(effective, memories, resources)
+    client = ClientSettings.from_env(config.request_timeout)
+    if max_retries is not None:
+        client = ClientSettings(client.timeout, max_retries)
     config = absolute_judge_prompts(config)
     effective = absolute_judge_prompts(effective)
-    judge = judge_info(config, base_url)  # a bad --judge-prompt file fails here, before any folder
-    started = datetime.now(UTC)
-    info = {
-        "run_id": uuid.uuid4().hex,
-        "started": started.isoformat(),
-        "status": "running",
-        "argv": sys.argv,  # like all of run.json, redacted when written (redact.py)
-        "config": config.to_json(),
-        "memories": [m.label for m in memories],
-        "memory_specs": [m.to_json() for m in memories],
-        "dialogue_sources": [absolute_source(str(x)) for x in sources or []],
-        "dialogues": [
-            {
-                "id": d.id,
-                "source": d.source,
-                "sha256": d.content_hash,
-                "language": d.language,
-                "turns": len(d.turns),
-                "probes": len(d.probes),
-            }
-            for d in dialogues
-        ],
-        "resources": sorted(resources or {}),  # names only: values are never written
-        "models": {
-            "llm": effective.llm,
-            "llm_model": model_name(effective.llm, "reader"),
-            "llm_params": model_params(effective.llm, "reader", base_url),
-            "memory_llm": effective.memory_llm,
-            "memory_llm_model": model_name(effective.memory_llm, "memory"),
-            "memory_llm_params": model_params(effective.memory_llm, "memory", base_url),
-            "roles": {
-                role: {
-                    "spec": effective.role_spec(role),
-                    "model": model_name(effective.role_spec(role), role),
-                }
-                for role in roles
-            },
-            "embeddings": effective.embeddings,
-            "embeddings_model": embedding_model_name(memory_embedding)
-            if memory_embedding
-            else effective.embeddings,
-            "reader_embeddings": EMBEDDING_MODEL_NAME if effective.llm == "offline" else None,
-            "base_url": base_url,
-            "tokenizer": TOKENIZER_NAME,
-        },
-        "prompt_template": TEMPLATES[config.answer_style],
-        "answer_style": config.answer_style,
-        "mode": config.mode,
-        "cache_dir": cache_dir,
-        "judge": judge,
-        "concurrency": config.concurrency,
-        "dry_run": {
+    with client_settings(client):  # the recorded parameters are those of the run's clients
+        judge = judge_info(config, effective.base_url)  # a bad --judge-prompt file fails here
+        models = model_record(effective, memory_roles(memories))
+    spec = RunSpec(
+        run_id=uuid.uuid4().hex,
+        started=datetime.now(UTC).isoformat(),
+        argv=tuple(sys.argv),  # like all of run.json, redacted when written (redact.py)
+        config=config,
+        memories=tuple(m.label for m in memories),
+        memory_specs=tuple(memories),
+        dialogue_sources=tuple(absolute_source(str(x)) for x in sources or []),
+        dialogues=tuple(DialogueEntry.of(d) for d in dialogues),
+        resources=tuple(sorted(resources or {})),
+        models=models,
+        prompt_template=TEMPLATES[config.answer_style],
+        answer_style=config.answer_style,
+        mode=config.mode,
+        cache_dir=cache_dir,
+        judge=judge,
+        concurrency=config.concurrency,
+        dry_run={
             "llm": config.llm,
             "memory_llm": config.memory_llm,
             "embeddings": config.embeddings,
         }
         if config.dry_run
         else None,
-        "context_limit": config.context_limit,
-        "jobs": config.jobs,
-        "pricing": {
-            "llm_model": config.price_model,
-            "embeddings_model": config.embedding_price_model,
-            "llm": price_dict(prices[config.price_model]),
-            "embeddings": price_dict(prices[config.embedding_price_model]),
-            "source": str(config.prices_file or "memory_lab/data/prices.json"),
-            "note": "estimate: offline tokens priced as if billed at these rates",
-        },
-        "packages": package_versions(),
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-    }
-    # as written (redacted): --resume refuses a run.json edited since
-    info[CHECKSUM_KEY] = config_checksums(redact_value(info))
-    models = RunModels.create(
-        effective, cache_dir=cache_dir, resources=resources, work_dir=str(Path(out).resolve())
+        context_limit=config.context_limit,
+        jobs=config.jobs,
+        pricing=run_pricing(config, prices),
+        packages=package_versions(),
+        python=sys.version.split()[0],
+        platform=platform.platform(),
+        absent=frozenset({"finished", "failed_cells", "errors", "resume_history"}),
+        max_retries=client.max_retries,
+        resource_values=dict(resources or {}),
+        folder=str(out),
+        dialogue_set=tuple(dialogues),
     )
-    Path(out).mkdir(parents=True, exist_ok=True)
-    with hold_folder(out):  # one run per folder, from before its first write to its last
-        folder = prepare_out_dir(out)
-        write_run_info(folder, info)
-        return _execute(folder, info, grid(memories, dialogues), models, progress)
+    # as written (redacted): --resume refuses a run.json edited since
+    return spec.replace(config_sha256=config_checksums(redact_value(spec.to_json())))
+
+
+def model_record(effective: RunConfig, roles: list[str]) -> ModelRecord:
+    """run.json's ``models``: what each role executes, resolved names and parameters."""
+    base_url = effective.base_url
+    memory_embedding = offline_embedding_model(effective.embeddings)
+    reader_offline = effective.model("reader").offline
+    return ModelRecord(
+        llm=effective.model("reader"),
+        llm_model=model_name(effective.llm, "reader"),
+        llm_params=model_params(effective.llm, "reader", base_url),
+        memory_llm=effective.model("memory"),
+        memory_llm_model=model_name(effective.memory_llm, "memory"),
+        memory_llm_params=model_params(effective.memory_llm, "memory", base_url),
+        roles={
+            role: RoleModel(effective.model(role), model_name(effective.role_spec(role), role))
+            for role in roles
+        },
+        embeddings=effective.model("embeddings"),
+        embeddings_model=embedding_model_name(memory_embedding)
+        if memory_embedding
+        else effective.embeddings,
+        reader_embeddings=EMBEDDING_MODEL_NAME if reader_offline else None,
+        base_url=base_url,
+        tokenizer=TOKENIZER_NAME,
+    )
+
+
+def run_pricing(config: RunConfig, prices: dict[str, Price]) -> Pricing:
+    return Pricing(
+        llm_model=config.price_model,
+        embeddings_model=config.embedding_price_model,
+        llm=prices[config.price_model],
+        embeddings=prices[config.embedding_price_model],
+        source=str(config.prices_file or "memory_lab/data/prices.json"),
+        note="estimate: offline tokens priced as if billed at these rates",
+    )
 
 
 def grid(memories: list[MemorySpec], dialogues: list[Dialogue]) -> list[CellTask]:
     """Every (memory, dialogue) cell of a run, indexed in the same order on every resume."""
     cells = [(m, d) for m in memories for d in dialogues]
     return [CellTask(i, m, d) for i, (m, d) in enumerate(cells)]
-
-
-def read_run_info(folder: Path) -> dict[str, Any]:
-    """``run.json`` of a results folder; a clear error naming the file when it is unusable."""
-    run_file = folder / "run.json"
-    if not run_file.exists():
-        raise FileNotFoundError(f"{folder}: no run.json to resume")
-    try:
-        info = json.loads(run_file.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{run_file}: cannot be read as JSON ({exc}); cannot resume") from None
-    if not isinstance(info, dict):
-        raise ValueError(f"{run_file}: must hold an object, got {type(info).__name__}")
-    for key in ("config", "memory_specs", "dialogue_sources", "dialogues"):
-        if key not in info:
-            raise ValueError(f"{run_file}: lacks the field {key!r}; cannot resume")
-    if not info["dialogue_sources"]:
-        raise ValueError(f"{run_file}: records no dialogue sources; cannot resume")
-    return info
-
-
-def resume_base_url(recorded: str | None, given: str | None, where: str) -> str | None:
-    """The base URL a resumed run uses: the recorded one, or the same URL given again.
-
-    run.json records a base URL with its credentials redacted, so such a run resumes only with
-    the full URL given again (``given``, else ``OPENAI_BASE_URL``); a URL given that is not the
-    recorded one (a different server) is refused, with a one-line ValueError.
-    """
-    if given is None and has_redacted_credentials(recorded):
-        given = os.environ.get("OPENAI_BASE_URL") or None
-        if given is None:
-            raise ValueError(
-                f"{where}: the run's base URL {recorded} had credentials, which are never "
-                "written; pass it again with --base-url URL (or set OPENAI_BASE_URL)"
-            )
-    if given is None:
-        return recorded
-    if redact(given, known=False) != redact(recorded or "", known=False):
-        raise ValueError(
-            f"{where}: the run used the base URL {recorded or '(none given)'}, not "
-            f"{redact(given)}; a resumed run keeps its provider"
-        )
-    return given
 
 
 def resume_benchmark(
@@ -428,67 +419,60 @@ def resume_benchmark(
     from their recorded absolute sources (checked against their content hashes), and models
     from the recorded config; only ``jobs``/``concurrency`` and the executor (``executor``,
     ``ray_address``) may change, and ``resources`` must be given again (never written), as must
-    a base URL with credentials (``base_url``, else ``OPENAI_BASE_URL``; see ``resume_base_url``).
-    The folder is locked first (a live run's is refused: ``run_guard.py``) and a run.json whose
-    configuration was edited since the run started is refused.
+    a base URL with credentials (``base_url``, else ``OPENAI_BASE_URL``; see
+    ``run_spec.resume_base_url``). The folder is locked first (a live run's is refused:
+    ``run_guard.py``) and a run.json whose configuration was edited since the run started is
+    refused. It is ``execute(RunSpec.load(out).resumed(...))`` after the preflight.
     """
     folder = Path(out)
-    if not (folder / "run.json").is_file():  # no lock file left in a folder that is no run's
+    if not (folder / RUN_FILE).is_file():  # no lock file left in a folder that is no run's
         raise FileNotFoundError(f"{folder}: no run.json to resume")
     remember_resources(resources, base_url)
-    with hold_folder(folder):
-        return _resume(
-            folder, jobs, concurrency, executor, ray_address, resources, base_url, progress
-        )
-
-
-def _resume(
-    folder: Path,
-    jobs: int | None,
-    concurrency: int | None,
-    executor: str | None,
-    ray_address: str | None,
-    resources: dict[str, str] | None,
-    base_url: str | None,
-    progress: bool,
-) -> RunOutcome:
-    info = read_run_info(folder)
-    where = str(folder / "run.json")
-    check_config(info, folder / "run.json")
-    config = RunConfig.from_json(info["config"], where)
-    config = config.replace(base_url=resume_base_url(config.base_url, base_url, where))
-    check_judge_prompts(info, config, where)
-    changes = {k: v for k, v in (("jobs", jobs), ("concurrency", concurrency)) if v is not None}
-    if changes:
-        config = config.replace(**{"jobs": 1, "concurrency": 1, **changes})
-    if executor is not None or ray_address is not None:
-        config = config.replace(
-            executor=executor or ("ray" if ray_address else config.executor),
+    with hold_folder(folder):  # before run.json is read: a live run's folder is refused
+        spec = RunSpec.load(folder).resumed(
+            jobs=jobs,
+            concurrency=concurrency,
+            executor=executor,
             ray_address=ray_address,
+            resources=resources,
+            base_url=base_url,
         )
-    memories = [spec_from_json(m) for m in info["memory_specs"]]
-    os.environ["MEMORY_LAB_REQUEST_TIMEOUT"] = str(config.request_timeout)
-    for spec in (config.offline_stand_ins() if config.dry_run else config).model_specs():
-        check_provider(spec, config.base_url)
-    dialogues = load_dialogues(*info["dialogue_sources"])
-    recorded = {d["id"]: d["sha256"] for d in info["dialogues"]}
-    current = {d.id: d.content_hash for d in dialogues}
-    if current != recorded:
-        changed = sorted(
-            k for k in recorded.keys() | current.keys() if recorded.get(k) != current.get(k)
-        )
-        raise ValueError(f"{folder}: dialogues changed since the run started: {', '.join(changed)}")
-    missing = sorted(set(info.get("resources", [])) - set(resources or {}))
-    if missing:
-        raise ValueError(
-            f"{folder}: the run used resource(s) {', '.join(missing)}; pass them again with "
-            "--resource NAME=VALUE (they are never written to run.json)"
-        )
-    preflight_memories(memories, resources)
-    if config.executor == "ray":
-        import_ray()
-    # each cell's first block closed by an ok cell record is kept; a block cut short by a kill,
-    # a failed cell and any second copy are dropped (record_log.py describes the protocol)
+        preflight(spec.effective, spec.memory_specs, spec.resource_values)
+        return execute(spec, progress=progress, locked=True)
+
+
+def execute(spec: RunSpec, *, progress: bool = True, locked: bool = False) -> RunOutcome:
+    """Run a prepared (``prepare_run``) or resumed (``RunSpec.resumed``) spec in its folder.
+
+    The folder is held (``run_guard.hold_folder``; ``locked``: the caller holds it) from
+    before its first write to its last. A new run refuses a folder that holds a run; a resumed
+    one keeps the cells that ended ok and redoes the rest.
+    """
+    folder = Path(spec.folder)
+    remember_resources(spec.resource_values, spec.run_config.base_url)
+    with client_settings(spec.client):  # every provider client of this process and its threads
+        models = run_models(spec)
+        if locked:
+            return _start(spec, folder, models, progress)
+        folder.mkdir(parents=True, exist_ok=True)
+        with hold_folder(folder):
+            return _start(spec, folder, models, progress)
+
+
+def _start(spec: RunSpec, folder: Path, models: RunModels, progress: bool) -> RunOutcome:
+    if spec.resuming:
+        spec, cells = _keep_ended_cells(spec, folder)
+    else:
+        prepare_out_dir(folder)
+        spec.save(folder)
+        cells = grid(list(spec.memory_specs), list(spec.dialogue_set))
+    return _execute(folder, spec, cells, models, progress)
+
+
+def _keep_ended_cells(spec: RunSpec, folder: Path) -> tuple[RunSpec, list[CellTask]]:
+    """Each cell's first block closed by an ok cell record is kept; a block cut short by a
+    kill, a failed cell and any second copy are dropped (``record_log.py``). Returns the spec
+    with this resume noted and the cells still to run."""
     records = read_records(folder) if (folder / RECORDS_FILE).exists() else []
     keep = ended_cells(records, statuses=("ok",))
     done = {cell_key(r) for r in keep if r["type"] == "cell"}
@@ -498,37 +482,35 @@ def _resume(
         fh.flush()
         os.fsync(fh.fileno())
     tmp.replace(folder / RECORDS_FILE)
+    memories, dialogues = list(spec.memory_specs), list(spec.dialogue_set)
     cells = [c for c in grid(memories, dialogues) if (c.spec.label, c.dialogue.id) not in done]
-    resumed = {"at": datetime.now(UTC).isoformat(), "cells_kept": len(done)}
-    info.setdefault("resumed", []).append(resumed)
-    info.pop("errors", None)
-    effective = config.offline_stand_ins() if config.dry_run else config
-    models = RunModels.create(
-        effective,
-        cache_dir=info.get("cache_dir"),
-        resources=resources,
-        work_dir=str(folder.resolve()),
+    entry = {"at": datetime.now(UTC).isoformat(), "cells_kept": len(done)}
+    spec = spec.replace(resume_history=(*spec.resume_history, entry), errors=())
+    return spec.without("errors"), cells
+
+
+def run_models(spec: RunSpec) -> RunModels:
+    """The run-wide models of a spec in its folder (``executors.spec_models`` in workers)."""
+    return RunModels.create(
+        spec.effective,
+        cache_dir=spec.cache_dir,
+        resources=spec.resource_values,
+        work_dir=str(Path(spec.folder).resolve()),
     )
-    return _execute(folder, info, cells, models, progress, resumed)
 
 
 def _execute(
-    folder: Path,
-    info: dict,
-    cells: list[CellTask],
-    models: RunModels,
-    progress: bool,
-    resumed: dict[str, Any] | None = None,
+    folder: Path, spec: RunSpec, cells: list[CellTask], models: RunModels, progress: bool
 ) -> RunOutcome:
     """Run ``cells``, appending their records; run.json says how the run ended."""
-    failed = None
+    failed, state = None, _RunState(spec)
     try:
-        failed = _run_cells(folder, info, cells, models, progress, resumed)
+        failed = _run_cells(folder, state, cells, models, progress)
     finally:  # an interrupt (Ctrl-C, SIGTERM) or an error leaves the run resumable
-        info["finished"] = datetime.now(UTC).isoformat()
         status = "interrupted" if failed is None else "failed" if failed else "complete"
-        info.update(status=status, failed_cells=failed or 0)
-        write_run_info(folder, info)
+        state.update(
+            finished=datetime.now(UTC).isoformat(), status=status, failed_cells=failed or 0
+        )
     results = read_results(folder)
     summary = summarize(results)
     summary.to_csv(folder / SUMMARY_FILE, index=False)
@@ -536,30 +518,39 @@ def _execute(
     return RunOutcome(folder, summary, failed)
 
 
+class _RunState:
+    """The spec of the run as it goes: each change is written to run.json at once."""
+
+    def __init__(self, spec: RunSpec):
+        self.spec = spec
+
+    def update(self, **changes: Any) -> None:
+        self.spec = self.spec.replace(**changes)
+        self.spec.save()
+
+
 def _run_cells(
-    folder: Path,
-    info: dict,
-    cells: list[CellTask],
-    models: RunModels,
-    progress: bool,
-    resumed: dict[str, Any] | None,
+    folder: Path, state: _RunState, cells: list[CellTask], models: RunModels, progress: bool
 ) -> int:
     """Adopt complete parts left by an interrupted run, run the other cells and append every
     cell's records in cell order (``record_log.py``). Returns the number of failed cells."""
     parts_dir = folder / PARTS_DIR
     adopted = prepare_parts(parts_dir, {c.index: (c.spec.label, c.dialogue.id) for c in cells})
     to_run = [c for c in cells if c.index not in adopted]
-    if resumed is not None:
-        resumed.update(cells_adopted=len(adopted), cells_redone=len(to_run))
+    spec = state.spec
+    if spec.resuming:
+        history = spec.resume_history
+        entry = {**history[-1], "cells_adopted": len(adopted), "cells_redone": len(to_run)}
+        spec = spec.replace(resume_history=(*history[:-1], entry))
         if progress:
             print(
-                f"resuming {folder}: {resumed['cells_kept']} cell(s) kept, "
+                f"resuming {folder}: {entry['cells_kept']} cell(s) kept, "
                 f"{len(adopted)} adopted from parts, {len(to_run)} to run",
                 file=sys.stderr,
             )
-    executor = choose_executor(models, len(to_run), parts_dir, uuid.uuid4().hex[:12])
-    info["status"] = "running"
-    write_run_info(folder, info)
+    executor = choose_executor(spec, models, len(to_run), parts_dir, uuid.uuid4().hex[:12])
+    state.spec = spec
+    state.update(status="running")
     failed = 0
     sizes = {c.index: len(exchanges(c.dialogue)) for c in cells}
     seen = dict.fromkeys(sizes, 0)
@@ -584,13 +575,12 @@ def _run_cells(
                         f"cell {record['memory']} × {record['dialogue']} failed: {record['error']}",
                         file=sys.stderr,
                     )
-                    info.setdefault("errors", []).append(
-                        {
-                            "memory": record["memory"],
-                            "dialogue": record["dialogue"],
-                            "traceback": outcome.traceback,
-                        }
-                    )
+                    error = {
+                        "memory": record["memory"],
+                        "dialogue": record["dialogue"],
+                        "traceback": outcome.traceback,
+                    }
+                    state.spec = state.spec.replace(errors=(*state.spec.errors, error))
     finally:
         bar.close()
         log.close()

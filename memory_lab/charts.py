@@ -2,7 +2,7 @@
 
 Every chart takes a :class:`~memory_lab.results.Results` and returns a matplotlib ``Figure``
 built without pyplot (no global state, Agg canvas). Each memory keeps one colour across charts,
-assigned in the order of ``results.run["memories"]``.
+assigned in the order of the run's memories (``Results.memory_order``).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def chart_style() -> Iterator[None]:
 
 def memory_order(results: Results) -> list[str]:
     """Memories in run order, then any others found in the records."""
-    order = list(results.run.get("memories") or [])
+    order = results.memory_order()
     for frame in (results.turns, results.probes):
         if "memory" in frame:
             order += [m for m in dict.fromkeys(frame["memory"]) if m not in order]
@@ -393,11 +393,12 @@ def _tokens(v: float) -> str:
 def longest_dialogue(results: Results) -> str:
     """The dialogue with the most exchanges among those with recorded turns (a dialogue whose
     every cell failed before its first turn has none); the longest of all if none has any."""
-    dialogues = results.run.get("dialogues") or []
+    spec = results.spec
+    dialogues = list(spec.dialogues) if spec is not None else []
     recorded = set(results.turns["dialogue"]) if "dialogue" in results.turns else set()
     if dialogues:
-        with_turns = [d for d in dialogues if d["id"] in recorded] or dialogues
-        return max(with_turns, key=lambda d: d.get("turns", 0))["id"]
+        with_turns = [d for d in dialogues if d.id in recorded] or dialogues
+        return max(with_turns, key=lambda d: d.turns or 0).id
     return str(results.turns.groupby("dialogue")["exchange"].max().idxmax())
 
 
@@ -550,8 +551,8 @@ def token_breakdown_chart(results: Results) -> Figure:
         ax.set_xlim(0, max(left.max(), 1) * 1.45)
         ax.xaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: _tokens(v)))
         ax.set_xlabel("tokens over the whole run")
-        pricing = results.run.get("pricing", {})
-        priced = f" — cost estimated at {pricing['llm_model']} prices" if pricing else ""
+        model = results.pricing.llm_model
+        priced = f" — cost estimated at {model} prices" if model else ""
         ax.set_title(f"Where the tokens go{priced}")
         ax.legend(
             handles=[

@@ -11,10 +11,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memory_lab.config import RunConfig
+from memory_lab.config import ADVERSARIAL, ANSWER_STYLES, EXECUTORS, MODES, RunConfig
 from memory_lab.dialogue import DialogueError
 from memory_lab.redact import redact
 from memory_lab.sources import validate
+
+DEFAULTS = RunConfig()  # the run options' defaults are RunConfig's
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -98,7 +100,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         context_limit=args.context_limit,
         jobs=args.jobs,
         concurrency=args.concurrency,
-        executor=args.executor or "local",
+        executor=args.executor or DEFAULTS.executor,
         ray_address=args.ray_address,
         price_model=args.price_model,
         prices_file=str(args.prices) if args.prices else None,
@@ -189,8 +191,9 @@ def _report_run(outcome) -> int:
     from memory_lab.tables import format_category_table, format_reader_line, format_summary
 
     results = read_results(outcome.path)
-    if results.run.get("dry_run"):
-        wanted = ", ".join(f"{k}={v}" for k, v in results.run["dry_run"].items())
+    spec = results.spec
+    if spec is not None and spec.dry_run:
+        wanted = ", ".join(f"{k}={v}" for k, v in spec.dry_run.items())
         print(f"DRY RUN ({wanted}): no provider was called; tokens come from the offline")
         print("stand-ins and are priced as the requested models. Recall figures are not theirs.")
     print(format_summary(outcome.summary, results.run))
@@ -255,9 +258,11 @@ def _add_run_inputs(run: argparse.ArgumentParser) -> None:
 
 def _add_model_options(run: argparse.ArgumentParser) -> None:
     """The models and run-wide resources memories and the answerer use."""
-    run.add_argument("--llm", default="offline", help="answering model (default: offline)")
+    run.add_argument("--llm", default=DEFAULTS.llm, help="answering model (default: offline)")
     run.add_argument(
-        "--memory-llm", default="offline", help="LLM inside summary memories (default: offline)"
+        "--memory-llm",
+        default=DEFAULTS.memory_llm,
+        help="LLM inside summary memories (default: offline)",
     )
     run.add_argument(
         "--model",
@@ -269,7 +274,7 @@ def _add_model_options(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--embeddings",
-        default="offline",
+        default=DEFAULTS.embeddings,
         help="embeddings for memories: offline (multilingual-e5-small), offline:minilm, or "
         "PROVIDER:MODEL",
     )
@@ -304,7 +309,10 @@ def _add_output_options(run: argparse.ArgumentParser) -> None:
 def _add_execution_options(run: argparse.ArgumentParser) -> None:
     """Who runs the cells, how many at once, and in which mode."""
     run.add_argument(
-        "--jobs", type=int, default=1, help="run (memory, dialogue) cells in N processes"
+        "--jobs",
+        type=int,
+        default=DEFAULTS.jobs,
+        help="run (memory, dialogue) cells in N processes",
     )
     run.add_argument(
         "--context-limit",
@@ -315,13 +323,13 @@ def _add_execution_options(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--concurrency",
         type=int,
-        default=1,
+        default=DEFAULTS.concurrency,
         help="cells at once in threads, and a cell's probes after one exchange at once "
         "(API-bound runs)",
     )
     run.add_argument(
         "--executor",
-        choices=["local", "ray"],
+        choices=EXECUTORS,
         help="who runs the cells: local (this machine, --jobs or --concurrency; the default) "
         "or ray (Ray tasks; --jobs caps cells at once)",
     )
@@ -333,8 +341,8 @@ def _add_execution_options(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--mode",
-        choices=["replay", "live"],
-        default="replay",
+        choices=MODES,
+        default=DEFAULTS.mode,
         help="replay scripted replies (default) or let the model answer every turn",
     )
     run.add_argument(
@@ -353,15 +361,15 @@ def _add_replay_options(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--adversarial",
-        choices=["apart", "include"],
-        default="apart",
+        choices=ADVERSARIAL,
+        default=DEFAULTS.adversarial,
         help="LoCoMo's adversarial questions: summarised apart from the headline (default) "
         "or included in it",
     )
     run.add_argument(
         "--request-timeout",
         type=float,
-        default=60.0,
+        default=DEFAULTS.request_timeout,
         metavar="SECONDS",
         help="a provider request that takes longer fails (then is retried); default 60",
     )
@@ -385,14 +393,14 @@ def _add_judge_options(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--judge-runs",
         type=int,
-        default=1,
+        default=DEFAULTS.judge_runs,
         metavar="N",
         help="grade every probe N times per prompt; J is reported as mean ± sd (default 1)",
     )
     run.add_argument(
         "--judge-temperature",
         type=float,
-        default=0.0,
+        default=DEFAULTS.judge_temperature,
         metavar="T",
         help="sampling temperature of a provider judge (default 0)",
     )
@@ -402,8 +410,8 @@ def _add_answer_and_cache_options(run: argparse.ArgumentParser) -> None:
     """The answering prompt, the model-call cache and the progress bar."""
     run.add_argument(
         "--answer-style",
-        choices=["conversation", "short"],
-        default="conversation",
+        choices=ANSWER_STYLES,
+        default=DEFAULTS.answer_style,
         help="answering prompt: LangChain's conversation prompt (default) or a short-phrase "
         "answer, as F1/BLEU scoring of LoCoMo expects",
     )

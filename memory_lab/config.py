@@ -1,25 +1,49 @@
 """``RunConfig``: every setting that shapes a run's numbers, in one frozen object.
 
-It is what the CLI builds, what ``run_benchmark`` and the workers receive, and what ``run.json``
-records (``to_json``) and ``--resume`` rebuilds (``from_json``). Run-wide named resources such as
-a database URL are deliberately not part of it: they are passed beside it and never written.
+It is what the CLI builds and ``run_benchmark`` receives, part of the run's ``RunSpec`` (which
+the workers receive), what ``run.json`` records (``to_json``) and ``--resume`` rebuilds
+(``from_json``). Run-wide named resources such as a database URL are deliberately not part of it:
+they are passed beside it and never written. ``ClientSettings`` (request timeout, retries) is
+how provider clients behave: read from the environment once, where a run's spec is built, and
+passed as a value from there.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any
+
+from memory_lab.model_spec import OFFLINE, ModelSpec, is_offline
 
 MODES = ("replay", "live")
 EXECUTORS = ("local", "ray")
 ADVERSARIAL = ("apart", "include")
 ANSWER_STYLES = ("conversation", "short")  # the answering prompts of memory_lab/prompt.py
-OFFLINE = "offline"
 
 
 class ConfigError(ValueError):
     """A setting that cannot be used, named by its option."""
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """How provider clients behave: seconds a request may take before it fails
+    (``--request-timeout``) and retries on 429/5xx (with backoff honouring Retry-After, by the
+    provider's client; ``MEMORY_LAB_MAX_RETRIES``)."""
+
+    timeout: float = 60.0
+    max_retries: int = 6
+
+    @classmethod
+    def from_env(cls, timeout: float | None = None) -> ClientSettings:
+        """The settings a user's environment asks for (read where a run or the CLI is built;
+        ``timeout`` given wins over ``MEMORY_LAB_REQUEST_TIMEOUT``)."""
+        if timeout is None:
+            timeout = float(os.environ.get("MEMORY_LAB_REQUEST_TIMEOUT", cls.timeout))
+        retries = os.environ.get("MEMORY_LAB_MAX_RETRIES", "").strip()
+        return cls(timeout, int(retries) if retries else cls.max_retries)
 
 
 @dataclass(frozen=True)
@@ -121,7 +145,7 @@ class RunConfig:
         """Every model string this run may call (for provider checks before the run)."""
         specs = [self.llm, self.memory_llm, *self.roles.values(), self.embeddings]
         specs += [self.judge or OFFLINE]
-        return [s for s in dict.fromkeys(specs) if s != OFFLINE and not s.startswith("offline:")]
+        return [s for s in dict.fromkeys(specs) if not is_offline(s)]
 
     def uses_provider(self) -> bool:
         return bool(self.model_specs())
@@ -133,8 +157,16 @@ class RunConfig:
             llm=OFFLINE,
             memory_llm=OFFLINE,
             roles={k: OFFLINE for k in self.roles},
-            embeddings=self.embeddings if self.embeddings.startswith("offline:") else OFFLINE,
+            embeddings=self.embeddings if is_offline(self.embeddings) else OFFLINE,
         )
+
+    def model(self, role: str) -> ModelSpec:
+        """The parsed model of a role: ``reader``, ``embeddings``, ``judge`` or a memory role."""
+        if role == "reader":
+            return ModelSpec.parse(self.llm)
+        if role in ("embeddings", "judge"):
+            return ModelSpec.parse(getattr(self, role) or OFFLINE)
+        return ModelSpec.parse(self.role_spec(role))
 
     def replace(self, **changes: Any) -> RunConfig:
         return dataclasses.replace(self, **changes)

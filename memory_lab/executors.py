@@ -33,15 +33,15 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Protocol
 
-from memory_lab.config import RunConfig
 from memory_lab.dialogue import Dialogue
 from memory_lab.faults import set_driver
 from memory_lab.memories.registry import MemorySpec
 from memory_lab.models.embeddings import limit_torch_threads
-from memory_lab.models.providers import prepare_clients
+from memory_lab.models.providers import prepare_clients, use_client_settings
 from memory_lab.record_log import PartWriter
 from memory_lab.records import CellRecord
 from memory_lab.redact import redact
+from memory_lab.run_spec import RunSpec
 from memory_lab.runner import RunModels, replay_dialogue
 
 OnExchange = Callable[[int], None]  # called with the cell index after each exchange
@@ -88,27 +88,16 @@ def cell_record(
     ).to_dict()
 
 
-def worker_runtime(models: RunModels) -> dict[str, Any]:
-    """What a worker process or a Ray task rebuilds the run's models from (``worker_models``)."""
-    return {
-        "config": models.config.to_json(),
-        "cache_dir": models.cache_dir,
-        "resources": dict(models.resources),
-        "work_dir": models.work_dir,
-        "request_timeout": os.environ.get("MEMORY_LAB_REQUEST_TIMEOUT"),
-    }
-
-
-def worker_models(runtime: dict[str, Any], threads: int) -> RunModels:
-    """The run's models in a worker, on at most ``threads`` torch threads."""
-    if runtime.get("request_timeout"):
-        os.environ["MEMORY_LAB_REQUEST_TIMEOUT"] = runtime["request_timeout"]
+def worker_models(spec: RunSpec, threads: int) -> RunModels:
+    """The run's models in a worker process or Ray task, on at most ``threads`` torch threads;
+    the worker's provider clients get the run's timeout and retries."""
+    use_client_settings(spec.client)
     limit_torch_threads(threads)  # jobs x threads stays within the machine's cores
     return RunModels.create(
-        RunConfig.from_json(runtime["config"]),
-        cache_dir=runtime["cache_dir"],
-        resources=runtime["resources"],
-        work_dir=runtime["work_dir"],
+        spec.effective,
+        cache_dir=spec.cache_dir,
+        resources=spec.resource_values,
+        work_dir=spec.folder,
     )
 
 
@@ -282,13 +271,13 @@ class _Worker:
 class Processes:
     """``jobs`` worker processes, one cell at a time each (CPU-bound runs).
 
-    Workers rebuild the run's models from its config (resources are handed over in memory,
+    Workers rebuild the run's models from its spec (resources are handed over in memory,
     never written); memories named ``module:factory`` are imported there by their spec's
     source. A worker that dies mid-cell (killed, out of memory) fails that cell, recorded like
     any failed cell, and is replaced.
     """
 
-    models: RunModels
+    spec: RunSpec
     parts_dir: Path
     attempt: str
     jobs: int
@@ -322,12 +311,11 @@ class Processes:
 
     def _start(self) -> _Worker:
         ctx = multiprocessing.get_context("spawn")  # a forked child would inherit torch threads
-        runtime = worker_runtime(self.models)
         threads = max(1, (os.cpu_count() or 1) // self.jobs)
         conn, child_conn = ctx.Pipe()
         process = ctx.Process(
             target=_worker_main,
-            args=(child_conn, runtime, threads, os.getpid()),
+            args=(child_conn, self.spec.for_workers(), threads, os.getpid()),
             name="memory-lab-worker",
             daemon=True,
         )
@@ -416,14 +404,14 @@ def watch_parent(parent: int) -> None:
     threading.Thread(target=poll, name="memory-lab-parent-watch", daemon=True).start()
 
 
-def _worker_main(conn: Connection, runtime: dict[str, Any], threads: int, driver: int) -> None:
+def _worker_main(conn: Connection, spec: RunSpec, threads: int, driver: int) -> None:
     """A worker process: cells in, outcomes out, until the driver says stop or goes away."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     watch_parent(driver)
     set_driver(driver)
     models, error = None, None
     try:
-        models = worker_models(runtime, threads)
+        models = worker_models(spec, threads)
     except Exception as exc:  # noqa: BLE001 - every cell it is given fails with this error
         error = (f"worker could not start: {type(exc).__name__}: {exc}", traceback.format_exc())
     while True:
@@ -442,18 +430,18 @@ def _worker_main(conn: Connection, runtime: dict[str, Any], threads: int, driver
 
 
 def choose_executor(
-    models: RunModels, cells: int, parts_dir: Path, attempt: str
+    spec: RunSpec, models: RunModels, cells: int, parts_dir: Path, attempt: str
 ) -> InProcess | Threads | Processes | RayTasks:
-    """The executor the run's config asks for, ``--jobs`` and ``--concurrency`` clamped."""
-    jobs, concurrency = models.config.jobs, models.config.concurrency
+    """The executor the run's spec asks for, ``--jobs`` and ``--concurrency`` clamped: this
+    process's ``models`` in it or threads, or the spec handed to processes or Ray tasks."""
+    config = spec.run_config
+    jobs, concurrency = config.jobs, config.concurrency
     cap = max(1, cells)
-    if models.config.executor == "ray":
+    if config.executor == "ray":
         import_ray()  # a clear error before the run starts when ray is missing
         at_once = min(jobs, cap) if jobs > 1 else None
-        where = models.config.ray_address or "a local Ray"
-        return RayTasks(
-            models, parts_dir, attempt, at_once, f"{cells} cells as Ray tasks on {where}"
-        )
+        where = config.ray_address or "a local Ray"
+        return RayTasks(spec, parts_dir, attempt, at_once, f"{cells} cells as Ray tasks on {where}")
     if jobs > 1:  # one process per core is the most that helps a CPU-bound run
         limit = min(cap, os.cpu_count() or 1)
         if jobs > limit:
@@ -463,7 +451,7 @@ def choose_executor(
         print(f"note: --concurrency {concurrency} clamped to {cap} (cells)", file=sys.stderr)
         concurrency = cap
     if jobs > 1:
-        return Processes(models, parts_dir, attempt, jobs, f"{cells} cells on {jobs} processes")
+        return Processes(spec, parts_dir, attempt, jobs, f"{cells} cells on {jobs} processes")
     if concurrency > 1:
         return Threads(
             models, parts_dir, attempt, concurrency, f"{cells} cells, {concurrency} at a time"
@@ -499,7 +487,7 @@ class RayTasks:
     redoes it).
     """
 
-    models: RunModels
+    spec: RunSpec
     parts_dir: Path
     attempt: str
     at_once: int | None = None
@@ -512,7 +500,7 @@ class RayTasks:
         joined, temp, watchdog = self._connect(ray)
         pending: dict[Any, CellTask] = {}
         try:
-            runtime = ray.put(worker_runtime(self.models))
+            runtime = ray.put(self.spec.for_workers())
             remote = ray.remote(_ray_cell).options(num_cpus=1, max_retries=0)
             todo = deque(longest_first(tasks))
             limit = self.at_once or len(tasks)
@@ -556,7 +544,7 @@ class RayTasks:
             "logging_level": "ERROR",
             "log_to_driver": False,
         }
-        address = self.models.config.ray_address
+        address = self.spec.run_config.ray_address
         if address:
             import memory_lab
 
@@ -610,19 +598,22 @@ def _stop_watchdog(watchdog: subprocess.Popen) -> None:
 _ray_models: dict[str, RunModels] = {}
 
 
-def _ray_cell(runtime: dict[str, Any], task: CellTask) -> tuple[list[dict[str, Any]], str | None]:
+def _ray_cell(spec: RunSpec, task: CellTask) -> tuple[list[dict[str, Any]], str | None]:
     """A Ray task: one cell's records (closed by its cell record) and traceback if it failed.
 
     The run's models are built once per worker process and kept for its next cells.
     """
     import json
 
-    key = json.dumps({k: runtime[k] for k in ("config", "cache_dir", "resources", "work_dir")})
+    key = json.dumps(
+        [spec.effective.to_json(), spec.cache_dir, spec.resource_values, spec.folder, spec.client],
+        default=str,
+    )
     records: list[dict[str, Any]] = []
     models = _ray_models.get(key)
     if models is None:
         try:
-            models = worker_models(runtime, 1)  # one CPU per task
+            models = worker_models(spec, 1)  # one CPU per task
         except Exception as exc:  # noqa: BLE001 - the cell fails with this error
             error = f"worker could not start: {type(exc).__name__}: {exc}"
             return [cell_record(task.spec, task.dialogue, error)], redact(traceback.format_exc())

@@ -20,6 +20,7 @@ import pandas as pd
 from memory_lab.charts import CHARTS, chart_style, memory_order
 from memory_lab.published import is_locomo_run, published_locomo
 from memory_lab.results import Results, read_results, summarize, summarize_by_category
+from memory_lab.run_spec import RunSpec
 from memory_lab.stats import holm, mcnemar_exact, paired_difference_ci
 from memory_lab.tables import format_summary
 
@@ -82,31 +83,33 @@ def _table(header: list[str], rows: list[list[str]], attrs: str = "") -> str:
     return f"<table {attrs}><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
 
 
-def _run_section(run: dict[str, Any]) -> str:
-    models = run.get("models", {})
-    pricing = run.get("pricing", {})
+def _run_section(spec: RunSpec | None) -> str:
+    spec = spec if spec is not None else RunSpec.read({})  # no run.json: every field absent
+    models, pricing = spec.models, spec.pricing
+
+    def model(name: str) -> str | None:  # as recorded; None when run.json has no models
+        return None if name in models.absent else str(getattr(models, name))
+
     items = [
-        ("run id", run.get("run_id")),
-        ("started", run.get("started")),
-        ("finished", run.get("finished")),
-        ("status", run.get("status")),
-        ("mode", run.get("mode")),
-        ("answering model", f"{models.get('llm')} ({models.get('llm_model')})"),
-        ("memory LLM", f"{models.get('memory_llm')} ({models.get('memory_llm_model')})"),
-        ("embeddings", models.get("embeddings")),
-        ("tokenizer", models.get("tokenizer")),
-        ("priced as", f"{pricing.get('llm_model')} / {pricing.get('embeddings_model')}"),
-        ("dialogue sources", ", ".join(run.get("dialogue_sources", []))),
-        ("python / platform", f"{run.get('python')} / {run.get('platform')}"),
+        ("run id", spec.run_id),
+        ("started", spec.started),
+        ("finished", spec.finished),
+        ("status", None if "status" in spec.absent else spec.status),
+        ("mode", spec.mode),
+        ("answering model", f"{model('llm')} ({models.llm_model})"),
+        ("memory LLM", f"{model('memory_llm')} ({models.memory_llm_model})"),
+        ("embeddings", model("embeddings")),
+        ("tokenizer", models.tokenizer),
+        ("priced as", f"{pricing.llm_model} / {pricing.embeddings_model}"),
+        ("dialogue sources", ", ".join(spec.dialogue_sources)),
+        ("python / platform", f"{spec.python} / {spec.platform}"),
     ]
     params = [[escape(k), escape(str(v))] for k, v in items if v not in (None, "")]
     specs = [
-        [escape(s["label"]), escape(s["name"]), escape(json.dumps(s.get("params", {})))]
-        for s in run.get("memory_specs", [])
+        [escape(s.label), escape(s.name), escape(json.dumps(s.params))] for s in spec.memory_specs
     ]
     dialogues = [
-        [escape(d["id"]), escape(str(d.get("language"))), str(d.get("turns")), str(d.get("probes"))]
-        for d in run.get("dialogues", [])
+        [escape(d.id), escape(str(d.language)), str(d.turns), str(d.probes)] for d in spec.dialogues
     ]
     return (
         "<h2>Run parameters</h2>"
@@ -118,7 +121,7 @@ def _run_section(run: dict[str, Any]) -> str:
     )
 
 
-def _summary_section(summary: pd.DataFrame, run: dict[str, Any]) -> str:
+def _summary_section(summary: pd.DataFrame, results: Results) -> str:
     rows = [
         [
             escape(r["memory"]),
@@ -150,7 +153,9 @@ def _summary_section(summary: pd.DataFrame, run: dict[str, Any]) -> str:
         "est. cost $",
         "sec",
     ]
-    note = format_summary(summary, run).splitlines()[-1] if run.get("pricing") else ""
+    spec = results.spec
+    priced = spec is not None and "pricing" not in spec.absent
+    note = format_summary(summary, results.run).splitlines()[-1] if priced else ""
     return (
         "<h2>Summary</h2>"
         + _table(header, rows, 'class="num"')
@@ -421,14 +426,14 @@ def render_report(results: Results) -> str:
             f"<h1>{escape(title)}</h1>",
             "<p class=note>Recall is the share of probes answered correctly; costs are estimates "
             "from the price table named below.</p>",
-            _summary_section(summary, results.run),
+            _summary_section(summary, results),
             _metrics_section(summary, summarize_by_category(results)),
             _published_section(results.probes),
             _failures_section(results.cells),
             _charts_section(results),
             _pairs_section(paired_comparison(results)),
             _probes_section(results.probes, memory_order(results)),
-            _run_section(results.run),
+            _run_section(results.spec),
         ]
     )
     return (

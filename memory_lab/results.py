@@ -15,31 +15,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memory_lab.accounting import Price
 from memory_lab.rank_scores import RANK_SCORES
 from memory_lab.record_log import ended_cells
 from memory_lab.records import RECORD_TYPES
-from memory_lab.redact import redact_value
+from memory_lab.run_spec import RUN_FILE, Pricing, RunSpec
 from memory_lab.stats import wilson_interval
 
-RUN_FILE = "run.json"
 RECORDS_FILE = "records.jsonl"
 SUMMARY_FILE = "summary.csv"
 CATEGORY_SUMMARY_FILE = "summary_by_category.csv"
 
 
-def write_run_info(folder: Path, info: dict[str, Any]) -> None:
-    """Write ``run.json`` atomically (a reader never sees half a file), redacted: no password,
-    key or token of the run is written (``redact.py``)."""
-    tmp = folder / (RUN_FILE + ".tmp")
-    text = json.dumps(redact_value(info), indent=2, ensure_ascii=False, sort_keys=True, default=str)
-    tmp.write_text(text, "utf-8")
-    tmp.replace(folder / RUN_FILE)
-
-
 @dataclass
 class Results:
-    """A results folder read back: run parameters and tidy frames."""
+    """A results folder read back: run parameters and tidy frames.
+
+    ``run`` is run.json as read (a dict, as notebooks use it); ``spec`` the same typed
+    (``run_spec.RunSpec``), read from ``run`` each time it is asked for.
+    """
 
     path: Path
     run: dict[str, Any]
@@ -47,6 +40,23 @@ class Results:
     probes: pd.DataFrame
     cells: pd.DataFrame
     usage: pd.DataFrame
+
+    @property
+    def spec(self) -> RunSpec | None:
+        """The run's spec, None for a folder without run.json (RunSpecError naming the file and
+        field for one that cannot be read)."""
+        return RunSpec.read(self.run, str(self.path / RUN_FILE)) if self.run else None
+
+    @property
+    def pricing(self) -> Pricing:
+        """The run's price table entries (empty without run.json)."""
+        spec = self.spec
+        return spec.pricing if spec is not None else Pricing()
+
+    def memory_order(self) -> list[str]:
+        """The run's memory labels in run order (empty without run.json)."""
+        spec = self.spec
+        return list(spec.memories) if spec is not None else []
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
@@ -79,7 +89,7 @@ def read_results(path: str | Path) -> Results:
     run_file = folder / RUN_FILE
     run = json.loads(run_file.read_text("utf-8")) if run_file.exists() else {}
     records = ended_cells(read_records(folder))  # a cell cut short by a kill is not shown
-    params = _memory_params(run)
+    params = _memory_params(RunSpec.read(run, str(run_file)) if run else None)
     frames = {}
     for kind, record_type in RECORD_TYPES.items():
         columns = record_type.columns()
@@ -97,13 +107,13 @@ def read_results(path: str | Path) -> Results:
     return Results(folder, run, frames["turn"], frames["probe"], frames["cell"], frames["usage"])
 
 
-def _memory_params(run: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _memory_params(run: RunSpec | None) -> dict[str, dict[str, Any]]:
     """parameter name -> {memory label -> value} for every memory of the run."""
     out: dict[str, dict[str, Any]] = {}
-    for spec in run.get("memory_specs") or []:
-        for name, value in (spec.get("params") or {}).items():
+    for spec in run.memory_specs if run is not None else ():
+        for name, value in spec.params.items():
             shown = "+".join(map(str, value)) if isinstance(value, list) else value
-            out.setdefault(name, {})[spec.get("label")] = shown
+            out.setdefault(name, {})[spec.label] = shown
     return out
 
 
@@ -120,7 +130,8 @@ def is_adversarial(row: pd.Series) -> bool:
 
 def adversarial_apart(results: Results) -> bool:
     """Whether the run summarises LoCoMo's adversarial questions apart (the default)."""
-    return (results.run.get("config") or {}).get("adversarial", "apart") == "apart"
+    spec = results.spec
+    return spec is None or spec.config.adversarial == "apart"
 
 
 def reader_accuracy(results: Results) -> pd.DataFrame:
@@ -232,6 +243,25 @@ SUMMARY_COLUMNS = [
 ]
 
 
+def _est_cost(
+    pricing: Pricing,
+    turns: pd.DataFrame,
+    prompt_tokens: int,
+    completion_tokens: int,
+    embedding_tokens: int,
+) -> float:
+    """US dollars at the run's prices: conversation and memory-LLM tokens at the answering
+    model's, embedded tokens at the embedding model's; NaN without prices."""
+    llm, emb = pricing.llm, pricing.embeddings
+    if llm is None or emb is None:
+        return math.nan
+    return (
+        (prompt_tokens + turns["memory_input_tokens"].sum()) * llm.input_per_mtok
+        + (completion_tokens + turns["memory_output_tokens"].sum()) * llm.output_per_mtok
+        + embedding_tokens * emb.input_per_mtok
+    ) / 1e6
+
+
 def summarize(results: Results) -> pd.DataFrame:
     """One row per memory: retrieval first, then the answering model's recall, then cost.
 
@@ -257,13 +287,11 @@ def summarize(results: Results) -> pd.DataFrame:
     turns, probes = results.turns, results.probes
     if len(probes) and adversarial_apart(results):
         probes = probes[~probes.apply(is_adversarial, axis=1)]
-    order = results.run.get("memories") or sorted(
+    order = results.memory_order() or sorted(
         set(turns.get("memory", pd.Series(dtype=str)))
         | set(probes.get("memory", pd.Series(dtype=str)))
     )
-    pricing = results.run.get("pricing", {})
-    llm_price = Price(**pricing["llm"]) if "llm" in pricing else None
-    emb_price = Price(**pricing["embeddings"]) if "embeddings" in pricing else None
+    pricing = results.pricing
     rows = []
     for memory in order:
         t = turns[turns["memory"] == memory] if len(turns) else turns
@@ -284,13 +312,7 @@ def summarize(results: Results) -> pd.DataFrame:
             t["embedding_tokens"].sum() + (p["embedding_tokens"].sum() if n else 0)
         )
         memory_tokens = memory_llm_tokens + embedding_tokens
-        cost = math.nan
-        if llm_price is not None and emb_price is not None:
-            cost = (
-                (prompt_tokens + t["memory_input_tokens"].sum()) * llm_price.input_per_mtok
-                + (completion_tokens + t["memory_output_tokens"].sum()) * llm_price.output_per_mtok
-                + embedding_tokens * emb_price.input_per_mtok
-            ) / 1e6
+        cost = _est_cost(pricing, t, prompt_tokens, completion_tokens, embedding_tokens)
         rows.append(
             {
                 "memory": memory,
@@ -363,7 +385,7 @@ def summarize_by_category(results: Results) -> pd.DataFrame:
         return pd.DataFrame(columns=columns)
     probes = probes.assign(source_category=probes.apply(_source_category, axis=1))
     rows = []
-    order = results.run.get("memories") or sorted(probes["memory"].unique())
+    order = results.memory_order() or sorted(probes["memory"].unique())
     for memory in order:
         mine = probes[probes["memory"] == memory]
         for (category, source), group in mine.groupby(["category", "source_category"], sort=True):

@@ -13,10 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "memory_lab"
 MAX_LINES = 100
 
 # functions over MAX_LINES still being split (issue 21): "path::qualified name"
-KNOWN_LONG: set[str] = {
-    "memory_lab/benchmark.py::run_benchmark",
-    "memory_lab/results.py::summarize",
-}
+KNOWN_LONG: set[str] = set()
 # module-level import cycles still to remove, each as its sorted modules
 KNOWN_CYCLES: set[tuple[str, ...]] = set()
 # cycles closed only by imports inside functions (deferred imports) still to remove

@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from importlib import import_module
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
+from memory_lab.config import ClientSettings
+from memory_lab.model_spec import ModelSpec
 from memory_lab.models.tokens import count_message_tokens, token_ids
 from memory_lab.redact import redact
 
@@ -59,13 +62,43 @@ class ProviderError(ValueError):
 
 def split_model(spec: str) -> tuple[str, str]:
     """``openai:gpt-4o-mini`` -> (``openai``, ``gpt-4o-mini``); ProviderError otherwise."""
-    provider, sep, model = spec.partition(":")
-    if not sep or not model:
-        raise ProviderError(f"model {spec!r} must be 'offline' or PROVIDER:MODEL")
-    if provider not in PROVIDERS:
+    try:
+        parsed = ModelSpec.parse(spec)
+    except ValueError as exc:
+        raise ProviderError(str(exc)) from None
+    if parsed.provider not in PROVIDERS:
         known = ", ".join(PROVIDERS)
-        raise ProviderError(f"unknown provider {provider!r} in {spec!r} (known: offline, {known})")
-    return provider, model
+        raise ProviderError(
+            f"unknown provider {parsed.provider!r} in {spec!r} (known: offline, {known})"
+        )
+    return parsed.provider, parsed.name
+
+
+# The settings of the run this process executes (``client_settings``): a run's spec sets them in
+# its driver and in each worker; None outside a run (then the environment's, as documented).
+_ACTIVE: ClientSettings | None = None
+
+
+@contextmanager
+def client_settings(settings: ClientSettings) -> Iterator[ClientSettings]:
+    """Clients built in this process (any thread) use ``settings`` until the block ends."""
+    global _ACTIVE
+    previous, _ACTIVE = _ACTIVE, settings
+    try:
+        yield settings
+    finally:
+        _ACTIVE = previous
+
+
+def use_client_settings(settings: ClientSettings) -> None:
+    """Set this process's client settings for good (a worker process or Ray worker)."""
+    global _ACTIVE
+    _ACTIVE = settings
+
+
+def current_client_settings() -> ClientSettings:
+    """The running run's settings, else the environment's (a client built outside a run)."""
+    return _ACTIVE if _ACTIVE is not None else ClientSettings.from_env()
 
 
 def _check_ready(provider: str, base_url: str | None) -> None:
@@ -113,11 +146,6 @@ def _count_with_offline_tokenizer(model: Any) -> Any:
     return model
 
 
-def default_request_timeout() -> float:
-    """Seconds a provider request may take before it fails (``--request-timeout``)."""
-    return float(os.environ.get("MEMORY_LAB_REQUEST_TIMEOUT", "60"))
-
-
 def check_reachable(url: str | None, timeout: float = 3.0) -> None:
     """ProviderError now if nothing listens at ``url`` (checked once, before a run starts)."""
     if not url:
@@ -135,24 +163,26 @@ def check_reachable(url: str | None, timeout: float = 3.0) -> None:
         raise ProviderError(f"cannot reach the provider at {redact(url)}: {exc}") from None
 
 
-def default_max_retries() -> int:
-    """Retries on 429/5xx (with backoff honouring Retry-After, by the provider's client)."""
-    return int(os.environ.get("MEMORY_LAB_MAX_RETRIES", "6"))
-
-
 def provider_chat_model(
     spec: str,
     *,
     base_url: str | None = None,
     temperature: float = 0.0,
+    timeout: float | None = None,
     max_retries: int | None = None,
 ) -> BaseChatModel:
-    """A LangChain chat model for ``PROVIDER:MODEL``; ProviderError if it cannot be built."""
+    """A LangChain chat model for ``PROVIDER:MODEL``; ProviderError if it cannot be built.
+
+    ``timeout`` and ``max_retries`` not given are the run's (``current_client_settings``)."""
     provider, model = split_model(spec)
     url = base_url_for(provider, base_url)
-    kwargs: dict[str, Any] = {"temperature": temperature, "timeout": default_request_timeout()}
+    settings = current_client_settings()
+    kwargs: dict[str, Any] = {
+        "temperature": temperature,
+        "timeout": settings.timeout if timeout is None else timeout,
+    }
     if provider in ("openai", "anthropic"):
-        kwargs["max_retries"] = default_max_retries() if max_retries is None else max_retries
+        kwargs["max_retries"] = settings.max_retries if max_retries is None else max_retries
     if url:
         kwargs["base_url"] = url
     with _BUILD_LOCK:
@@ -164,25 +194,34 @@ def provider_chat_model(
 
 
 def provider_embeddings(
-    spec: str, *, base_url: str | None = None, max_retries: int | None = None
+    spec: str,
+    *,
+    base_url: str | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
 ) -> Embeddings:
-    """LangChain embeddings for ``PROVIDER:MODEL`` (OpenAI-compatible or Ollama)."""
+    """LangChain embeddings for ``PROVIDER:MODEL`` (OpenAI-compatible or Ollama); ``timeout``
+    and ``max_retries`` not given are the run's (``current_client_settings``)."""
+    settings = current_client_settings()
+    settings = ClientSettings(
+        settings.timeout if timeout is None else timeout,
+        settings.max_retries if max_retries is None else max_retries,
+    )
     with _BUILD_LOCK:
-        return _build_embeddings(spec, base_url, max_retries)
+        return _build_embeddings(spec, base_url, settings)
 
 
-def _build_embeddings(spec: str, base_url: str | None, max_retries: int | None) -> Embeddings:
+def _build_embeddings(spec: str, base_url: str | None, settings: ClientSettings) -> Embeddings:
     provider, model = split_model(spec)
     url = base_url_for(provider, base_url)
     _check_ready(provider, url)
     if provider == "openai":
         from langchain_openai import OpenAIEmbeddings
 
-        retries = default_max_retries() if max_retries is None else max_retries
         kwargs: dict[str, Any] = {
             "model": model,
-            "max_retries": retries,
-            "request_timeout": default_request_timeout(),
+            "max_retries": settings.max_retries,
+            "request_timeout": settings.timeout,
         }
         if url:
             kwargs["base_url"] = url
