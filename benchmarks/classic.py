@@ -50,8 +50,8 @@ def main() -> int:
     )
     wall = time.perf_counter() - started
     results = read_results(outcome.path)
-    print(format_summary(outcome.summary, results.run))
-    print(format_reader_line(reader_accuracy(results), results.run))
+    print(format_summary(outcome.summary, results.spec))
+    print(format_reader_line(reader_accuracy(results), results.spec))
     print("\n" + format_category_table(summarize_by_category(results)))
     print(f"\nwall time: {wall:.1f} s (target: under 30 s on 2 cores)")
     print(f"results:   {outcome.path}/run.json, records.jsonl, summary.csv")

@@ -51,7 +51,7 @@ def main() -> int:
         jobs=args.jobs,
     )
     results = read_results(outcome.path)
-    print(format_summary(outcome.summary, results.run))
+    print(format_summary(outcome.summary, results.spec))
     print(f"\nwall time: {time.perf_counter() - started:.1f} s; results: {outcome.path}")
     return 1 if outcome.failed_cells else 0
 

@@ -11,7 +11,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memory_lab.config import ADVERSARIAL, ANSWER_STYLES, EXECUTORS, MODES, RunConfig
+from memory_lab.config import (
+    ADVERSARIAL,
+    ANSWER_STYLES,
+    EXECUTORS,
+    MODES,
+    RunConfig,
+    named_values,
+)
 from memory_lab.dialogue import DialogueError
 from memory_lab.redact import redact
 from memory_lab.sources import validate
@@ -57,7 +64,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _cmd_import(args: argparse.Namespace) -> int:
     from memory_lab.importers.export import write_yaml_dialogues
 
-    options = _pairs(args.option, "--option")
+    options = named_values(args.option, "--option")
     written = write_yaml_dialogues(args.format, args.path, args.out, **options)
     print(f"wrote {len(written)} dialogue file(s) to {args.out}/")
     return 0
@@ -71,23 +78,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _pairs(items: list[str], option: str) -> dict[str, str]:
-    """``NAME=VALUE`` items of a repeatable option as a dict (ValueError naming the option)."""
-    out = {}
-    for item in items:
-        name, eq, value = item.partition("=")
-        if not eq or not name.strip():
-            raise ValueError(f"{option} expects NAME=VALUE, got {item!r}")
-        out[name.strip()] = value
-    return out
-
-
 def run_config(args: argparse.Namespace) -> RunConfig:
     """The RunConfig the ``run`` options describe."""
     return RunConfig(
         llm=args.llm,
         memory_llm=args.memory_llm,
-        roles=_pairs(args.model, "--model"),
+        roles=named_values(args.model, "--model"),
         embeddings=args.embeddings,
         judge=args.judge,
         judge_prompts=tuple(args.judge_prompt),
@@ -116,7 +112,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from memory_lab.benchmark import resolve_memories, resume_benchmark, run_benchmark
     from memory_lab.sources import load_dialogues
 
-    resources = _pairs(args.resource, "--resource")
+    resources = named_values(args.resource, "--resource")
     if args.resume:
         given = args.given
         refused = [f"--{d.replace('_', '-')}" for d in sorted(given - set(RESUME_OPTIONS))]
@@ -196,8 +192,8 @@ def _report_run(outcome) -> int:
         wanted = ", ".join(f"{k}={v}" for k, v in spec.dry_run.items())
         print(f"DRY RUN ({wanted}): no provider was called; tokens come from the offline")
         print("stand-ins and are priced as the requested models. Recall figures are not theirs.")
-    print(format_summary(outcome.summary, results.run))
-    reader_line = format_reader_line(reader_accuracy(results), results.run)
+    print(format_summary(outcome.summary, results.spec))
+    reader_line = format_reader_line(reader_accuracy(results), results.spec)
     if reader_line:
         print(reader_line)
     adversarial = (

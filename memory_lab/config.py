@@ -187,3 +187,14 @@ class RunConfig:
             return cls(**data)
         except TypeError as exc:
             raise ConfigError(f"{where}: config: {exc}") from None
+
+
+def named_values(items: list[str], option: str) -> dict[str, str]:
+    """``NAME=VALUE`` items of a repeatable option as a dict (ValueError naming the option)."""
+    out = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise ValueError(f"{option} expects NAME=VALUE, got {item!r}")
+        out[name.strip()] = value
+    return out

@@ -155,7 +155,7 @@ def _summary_section(summary: pd.DataFrame, results: Results) -> str:
     ]
     spec = results.spec
     priced = spec is not None and "pricing" not in spec.absent
-    note = format_summary(summary, results.run).splitlines()[-1] if priced else ""
+    note = format_summary(summary, results.spec).splitlines()[-1] if priced else ""
     return (
         "<h2>Summary</h2>"
         + _table(header, rows, 'class="num"')

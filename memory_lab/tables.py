@@ -12,6 +12,18 @@ from typing import Any
 import pandas as pd
 
 from memory_lab.results import FIELD_SCORES, LATENCY_COLUMNS
+from memory_lab.run_spec import RunSpec
+
+Run = RunSpec | dict[str, Any] | None  # a run's spec, or run.json as read (notebooks)
+
+
+def _spec(run: Run) -> RunSpec | None:
+    return RunSpec.read(run, "run.json") if isinstance(run, dict) and run else run or None
+
+
+def _offline_reader(run: Run) -> bool:
+    spec = _spec(run)
+    return spec is not None and spec.reader_model.offline
 
 
 def format_category_table(table: pd.DataFrame) -> str:
@@ -25,7 +37,7 @@ def format_category_table(table: pd.DataFrame) -> str:
     return (100 * wide).round(1).to_string(na_rep="-")
 
 
-def format_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> str:
+def format_summary(summary: pd.DataFrame, run: Run = None) -> str:
     """The summary as a fixed-width table for the terminal: retrieval first, then recall."""
     width = max([28, *(len(str(m)) for m in summary.get("memory", []))])
     header = (
@@ -48,19 +60,18 @@ def format_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> 
             f"{r['total_tokens']:>12,} {r['est_cost_usd']:>11.4f} {r['seconds']:>6.1f}"
         )
     lines += format_latency(summary, width)
-    models = (run or {}).get("models") or {}
-    if models.get("llm") == "offline":
+    spec = _spec(run)
+    if _offline_reader(spec):
         lines.append(
             "recall and abstain are the offline reader's (an extractive instrument, not a chat "
             "model); evid-recall and ans-in-ctx do not depend on it."
         )
-    if run and run.get("pricing"):
-        pr = run["pricing"]
+    if spec is not None and spec.pricing.llm_model:
         lines.append(
-            f"est. cost is an estimate: LLM tokens priced as {pr['llm_model']}, "
-            f"embedded tokens as {pr['embeddings_model']} (memory_lab/data/prices.json)."
+            f"est. cost is an estimate: LLM tokens priced as {spec.pricing.llm_model}, "
+            f"embedded tokens as {spec.pricing.embeddings_model} (memory_lab/data/prices.json)."
         )
-    lines += format_judge_summary(summary, run)  # --judge: J, its spread and agreement
+    lines += format_judge_summary(summary, spec)  # --judge: J, its spread and agreement
     return "\n".join(lines)
 
 
@@ -92,15 +103,11 @@ def format_latency(summary: pd.DataFrame, width: int = 28) -> list[str]:
     return lines
 
 
-def format_reader_line(table: pd.DataFrame, run: dict[str, Any] | None = None) -> str:
+def format_reader_line(table: pd.DataFrame, run: Run = None) -> str:
     """One line: the answering model's accuracy when the answer was in its prompt, by language."""
     if table.empty:
         return ""
-    who = (
-        "offline reader"
-        if ((run or {}).get("models") or {}).get("llm") == "offline"
-        else ("answering model")
-    )
+    who = "offline reader" if _offline_reader(run) else "answering model"
     parts = ", ".join(
         f"{r['language']} {100 * r['reader_accuracy']:.1f}% of {r['probes_with_hit']}"
         for r in table.to_dict("records")
@@ -108,10 +115,11 @@ def format_reader_line(table: pd.DataFrame, run: dict[str, Any] | None = None) -
     return f"{who}, accuracy on probes with the answer in its prompt: {parts}"
 
 
-def format_judge_summary(summary: pd.DataFrame, run: dict[str, Any] | None = None) -> list[str]:
+def format_judge_summary(summary: pd.DataFrame, run: Run = None) -> list[str]:
     """Lines for the terminal: J mean ± sd per grading prompt beside string recall, the field's
     answer scores when the summary has them, and kappa; nothing for a run without a judge."""
-    judge = (run or {}).get("judge") or {}
+    spec = _spec(run)
+    judge = (spec.judge if spec is not None else None) or {}
     if "judge_accuracy" not in summary.columns or not judge:
         return []
     prompts = judge.get("prompts") or [

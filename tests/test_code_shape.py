@@ -17,9 +17,7 @@ KNOWN_LONG: set[str] = set()
 # module-level import cycles still to remove, each as its sorted modules
 KNOWN_CYCLES: set[tuple[str, ...]] = set()
 # cycles closed only by imports inside functions (deferred imports) still to remove
-KNOWN_DEFERRED_CYCLES: set[tuple[str, ...]] = {
-    ("memory_lab.cli", "memory_lab.serve.command"),
-}
+KNOWN_DEFERRED_CYCLES: set[tuple[str, ...]] = set()
 
 
 def modules() -> dict[str, tuple[Path, ast.Module]]:

@@ -82,13 +82,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def settings_from(args: argparse.Namespace) -> object:
     """The ServeSettings the options describe, after every memory's preflight."""
-    import os
 
     from memory_lab.benchmark import resolve_memories
-    from memory_lab.cli import _pairs
-    from memory_lab.config import RunConfig
+    from memory_lab.config import ClientSettings, RunConfig, named_values
     from memory_lab.memories.registry import preflight_memories
-    from memory_lab.models.providers import check_provider
+    from memory_lab.models.providers import check_provider, use_client_settings
     from memory_lab.runner import RunModels
     from memory_lab.serve.guard import Limits
 
@@ -107,7 +105,7 @@ def settings_from(args: argparse.Namespace) -> object:
     config = RunConfig(
         llm=args.llm,
         memory_llm=args.memory_llm,
-        roles=_pairs(args.model, "--model"),
+        roles=named_values(args.model, "--model"),
         embeddings=args.embeddings,
         base_url=args.base_url,
         mode="live",
@@ -116,9 +114,9 @@ def settings_from(args: argparse.Namespace) -> object:
     )
     for spec in config.model_specs():
         check_provider(spec, config.base_url)
-    os.environ["MEMORY_LAB_REQUEST_TIMEOUT"] = str(config.request_timeout)
+    use_client_settings(ClientSettings.from_env(config.request_timeout))  # read once, here
     specs = resolve_memories(args.memory or ["buffer"])
-    resources = _pairs(args.resource, "--resource")
+    resources = named_values(args.resource, "--resource")
     preflight_memories(specs, resources)  # an unreachable server fails here, in one line
     models = RunModels.create(config, resources=resources)
     return ServeSettings(specs, models, limits, log_messages=args.log_messages)
