@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from langchain_core.language_models import BaseChatModel
 
+from memory_lab.model_spec import ModelSpec, is_offline
 from memory_lab.models.embeddings import EMBEDDING_MODEL_NAME, OfflineEmbeddings
 from memory_lab.models.offline_memory import OfflineMemoryModel
 from memory_lab.models.offline_reader import (
@@ -43,21 +44,15 @@ __all__ = [
 ]
 
 
-OFFLINE = "offline"
 # offline:NAME -> the name run.json records for it
 OFFLINE_MODELS = {"reader": "offline-reader", "memory": "offline-memory-model"}
 
 
-def is_offline(spec: str) -> bool:
-    """``offline`` or ``offline:NAME``: a model of this package, no provider, nothing to cache."""
-    return spec == OFFLINE or spec.startswith(OFFLINE + ":")
-
-
 def offline_model(spec: str, role: str) -> str:
     """The offline model a spec names: ``reader`` or ``memory`` (ProviderError otherwise)."""
-    if spec == OFFLINE:
+    name = ModelSpec.parse(spec).name
+    if not name:  # bare offline: the offline model of the role
         return "reader" if role == "reader" else "memory"
-    name = spec.removeprefix(OFFLINE + ":")
     if name not in OFFLINE_MODELS:
         known = ", ".join(f"offline:{n}" for n in OFFLINE_MODELS)
         raise ProviderError(f"unknown offline model {name!r} in {spec!r} (known: {known})")

