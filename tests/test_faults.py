@@ -46,7 +46,11 @@ def reference(launcher, tmp_path_factory):
     return dialogues, out
 
 
-@pytest.mark.parametrize("executor", ["sequential", "concurrency4", "jobs2"])
+# concurrency4 is slow (make test-slow; benchmarks/fault_injection.py kills it at many more points)
+@pytest.mark.parametrize(
+    "executor",
+    ["sequential", pytest.param("concurrency4", marks=pytest.mark.slow), "jobs2"],
+)
 def test_runs_killed_at_any_point_resume_with_nothing_lost_or_twice(
     launcher, reference, tmp_path, executor
 ):

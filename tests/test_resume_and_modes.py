@@ -69,6 +69,8 @@ def test_a_killed_run_resumes_without_losing_or_duplicating_records(tmp_path):
     assert info["status"] == "complete" and info["resumed"][0]["cells_kept"] >= 2
 
 
+# slow: test_parallel_and_limits runs every memory with --concurrency 4 against one at a time
+@pytest.mark.slow
 def test_concurrency_gives_the_same_records_as_one_at_a_time(tmp_path):
     memories = resolve_memories(["buffer", "vector", "summary_buffer"])
     dialogues = load_dialogues(*SOURCES)[:3]
