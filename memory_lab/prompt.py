@@ -10,7 +10,10 @@ reader locates the memory section.
 
 from __future__ import annotations
 
-from langchain_core.prompts import PromptTemplate
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from langchain_core.prompts import PromptTemplate
 
 MEMORY_KEY = "history"
 INPUT_KEY = "input"
@@ -42,10 +45,9 @@ def answer_prompt(style: str = "conversation") -> PromptTemplate:
     """The answering prompt of an answer style (``conversation`` or ``short``)."""
     if style not in TEMPLATES:
         raise ValueError(f"answer style must be one of {', '.join(TEMPLATES)}, got {style!r}")
+    from langchain_core.prompts import PromptTemplate  # LangChain loads with the first prompt
+
     return PromptTemplate(input_variables=[MEMORY_KEY, INPUT_KEY], template=TEMPLATES[style])
-
-
-CONVERSATION_PROMPT = answer_prompt("conversation")
 
 
 def render_prompt(history: str, user_input: str, style: str = "conversation") -> str:

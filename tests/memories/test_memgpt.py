@@ -12,16 +12,12 @@ from memory_lab import (
 )
 from memory_lab.cli import main
 from memory_lab.memories.memgpt import ConversationLog, CoreMemory, Message
-from memory_lab.memories.protocol import Exchange, Query
+from memory_lab.memories.protocol import Query
 from memory_lab.runner import Cell, exchanges
 
 from ..conftest import FIXTURES
 from ..models.openai_mock import CHAT_USAGE, TOOL_CALL_USAGE, OpenAIMock
-from .replay import replayed
-
-
-def exchange(index: int, user: str, assistant: str = "Noted.", date: str = "2026-01-05"):
-    return Exchange(index, user, assistant, f"u{index}", (f"a{index}",), "s1", date)
+from .replay import exchange, replayed
 
 
 def tool(cell: Cell, name: str, **args) -> str:
