@@ -17,6 +17,7 @@ import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib import font_manager
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
@@ -302,18 +303,13 @@ def cost_frontier_chart(results: Results) -> Figure:
                 gid="pareto",
             )
             ax.legend(loc="lower right", fontsize=8, frameon=False, markerscale=0.6)
-        if len(summary) and summary["total_tokens"].max() > 20 * max(
-            summary["total_tokens"].min(), 1
-        ):
-            ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: _tokens(v)))
-        ax.set_ylim(-0.02, 1.05)
-        ax.margins(x=0.15)
-        ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
-        ax.set_xlabel("total tokens (prompt + completion + memory maintenance)")
-        ax.set_ylabel("recall accuracy (95% Wilson CI)")
-        ax.set_title("Cost frontier: recall against tokens (up and left is better)")
-        ax.grid(alpha=0.3)
+        _score_token_axes(
+            ax,
+            summary["total_tokens"],
+            "total tokens (prompt + completion + memory maintenance)",
+            "recall accuracy (95% Wilson CI)",
+            "Cost frontier: recall against tokens (up and left is better)",
+        )
         points = [
             (
                 r["total_tokens"],
@@ -327,6 +323,20 @@ def cost_frontier_chart(results: Results) -> Figure:
         ]
         _place_labels(fig, ax, points)
         return fig
+
+
+def _score_token_axes(ax: Axes, tokens: pd.Series, xlabel: str, ylabel: str, title: str) -> None:
+    """A score (0-1) against tokens: log tokens when they span more than 20x, percent scores."""
+    if len(tokens) and tokens.max() > 20 * max(tokens.min(), 1):
+        ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: _tokens(v)))
+    ax.set_ylim(-0.02, 1.05)
+    ax.margins(x=0.15)
+    ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
 
 
 def score_metric(summary: pd.DataFrame) -> tuple[str, str]:
@@ -355,18 +365,13 @@ def score_tokens_chart(results: Results) -> Figure:
                 linewidths=0.5,
                 gid=f"point:{r['memory']}",
             )
-        if len(summary) and summary["tokens_per_query"].max() > 20 * max(
-            summary["tokens_per_query"].min(), 1
-        ):
-            ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: _tokens(v)))
-        ax.set_ylim(-0.02, 1.05)
-        ax.margins(x=0.15)
-        ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
-        ax.set_xlabel("prompt tokens per query (mean over probes)")
-        ax.set_ylabel(label)
-        ax.set_title(f"{label.split(',')[0]} against tokens per query (up and left is better)")
-        ax.grid(alpha=0.3)
+        _score_token_axes(
+            ax,
+            summary["tokens_per_query"],
+            "prompt tokens per query (mean over probes)",
+            label,
+            f"{label.split(',')[0]} against tokens per query (up and left is better)",
+        )
         points = [
             (
                 r["tokens_per_query"],

@@ -349,7 +349,7 @@ class RunSpec(_Record):
     # -- writing ------------------------------------------------------------------------------
 
     def save(self, folder: str | Path | None = None) -> None:
-        """Write ``run.json`` atomically, redacted (``results.write_run_info``)."""
+        """Write ``run.json`` atomically, redacted (``write_run_info``)."""
         target = Path(folder if folder is not None else self.folder)
         write_run_info(target, self.to_json())
 
@@ -427,10 +427,6 @@ class RunSpec(_Record):
     def client(self) -> ClientSettings:
         """How this run's provider clients behave (request timeout, retries)."""
         return ClientSettings(self.run_config.request_timeout, self.max_retries)
-
-    @property
-    def request_timeout(self) -> float:
-        return self.run_config.request_timeout
 
     @property
     def reader_model(self) -> ModelSpec:

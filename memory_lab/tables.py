@@ -151,7 +151,7 @@ def format_judge_summary(summary: pd.DataFrame, run: Run = None) -> list[str]:
     named = "; ".join(f"{p['label']} = {p.get('file')} ({p.get('version')})" for p in prompts)
     lines = [
         "",
-        f"judge ({judge.get('model')}): temperature {judge.get('temperature', 0.0):g}, "
+        f"judge ({spec.judge_model}): temperature {judge.get('temperature', 0.0):g}, "
         f"{runs} run(s) per prompt; {named}",
         " ".join(head),
     ]
