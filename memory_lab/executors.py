@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 from memory_lab.dialogue import Dialogue
 from memory_lab.faults import set_driver
-from memory_lab.memories.registry import MemorySpec
+from memory_lab.memories.registry import MemorySpec, prepare_memories
 from memory_lab.models.embeddings import limit_torch_threads
 from memory_lab.models.providers import prepare_clients, use_client_settings
 from memory_lab.record_log import PartWriter
@@ -101,6 +101,13 @@ def worker_models(spec: RunSpec, threads: int) -> RunModels:
     )
 
 
+def prepare_stack(models: RunModels, specs: list[MemorySpec]) -> None:
+    """Import, in this thread, what the run's clients and these memories import on first use:
+    the provider and vector-store stack (openai, httpx, chromadb), before cells run in threads."""
+    prepare_clients(models.config.model_specs(), models.config.base_url)
+    prepare_memories(specs)
+
+
 def run_cell(
     spec: MemorySpec,
     dialogue: Dialogue,
@@ -111,7 +118,7 @@ def run_cell(
     """Replay one cell and write its closing record; an exception is recorded (redacted: no
     password, key or token of the run), never raised."""
     started = time.perf_counter()
-    prepare_clients(models.config.model_specs(), models.config.base_url)  # once per process
+    prepare_stack(models, [spec])  # imports once per process, before threads ask probes
     error, tb, held = None, None, None
     try:
         held = replay_dialogue(spec, dialogue, models, write, on_exchange=on_exchange)
@@ -241,8 +248,8 @@ class Threads:
                     ended.put(exc)
                     return
 
-        # imports made by building a client happen here, not in several threads at once
-        prepare_clients(self.models.config.model_specs(), self.models.config.base_url)
+        # imports made by building a client or a memory happen here, not in several threads
+        prepare_stack(self.models, [task.spec for task in tasks])
         for n in range(min(self.concurrency, len(tasks))):
             threading.Thread(target=work, name=f"memory-lab-cell-{n}", daemon=True).start()
         try:

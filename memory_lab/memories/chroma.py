@@ -13,6 +13,10 @@ from typing import Any
 
 from memory_lab.memories.protocol import MemoryResources
 
+# What a Chroma-backed memory imports on first use (chromadb imports httpx, whose half-imported
+# module openai's client reads from sys.modules): its registration's ``stack``.
+STACK = ("httpx", "chromadb", "chromadb.config", "chromadb.api.rust", "langchain_chroma")
+
 _CHROMA_LOCK = threading.Lock()
 _CHROMA: Any = None
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from langchain_classic.base_memory import BaseMemory
 
+from memory_lab.memories.chroma import STACK as CHROMA_STACK
 from memory_lab.memories.chroma import cell_collection, cell_vector_store  # noqa: F401 - re-exported
 from memory_lab.memories.protocol import (
     Exchange,
@@ -211,6 +212,7 @@ def summary_buffer(res: MemoryResources, max_token_limit: int = 600) -> ClassicM
     "The k past exchanges most similar to the input, from a Chroma store "
     "(VectorStoreRetrieverMemory).",
     {"k": ParamDoc("exchanges retrieved per prompt", min=1)},
+    stack=CHROMA_STACK,
 )
 def vector(res: MemoryResources, k: int = 4) -> ClassicMemory:
     from langchain_classic.memory import VectorStoreRetrieverMemory

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from memory_lab.memories.chroma import STACK as CHROMA_STACK
 from memory_lab.memories.chroma import cell_collection
 from memory_lab.memories.protocol import (
     Exchange,
@@ -332,6 +333,7 @@ _WEIGHT = {"min": 0.0, "max": 1.0}
         ),
     },
     roles=("memory",),
+    stack=CHROMA_STACK,
 )
 def hierarchical(
     res: MemoryResources,

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from memory_lab.memories.chroma import STACK as CHROMA_STACK
 from memory_lab.memories.protocol import (
     Exchange,
     Item,
@@ -362,6 +363,7 @@ def preflight_hybrid(params: dict[str, Any], resource: Any) -> None:
         ),
     },
     preflight=preflight_hybrid,
+    stack=CHROMA_STACK,
 )
 def hybrid(
     res: MemoryResources,

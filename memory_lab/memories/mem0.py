@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memory_lab.config import ConfigError
+from memory_lab.memories.chroma import STACK as CHROMA_STACK
 from memory_lab.memories.langmem import _CellIds
 from memory_lab.memories.lg_backends import (
     EMBEDDING_DIMS,
@@ -278,6 +279,7 @@ def vector_store_config(res: MemoryResources, store: str) -> dict[str, Any]:
     },
     roles=("memory",),
     preflight=preflight_mem0,
+    stack=CHROMA_STACK,
 )
 def mem0(
     res: MemoryResources, k: int = 4, store: Backend = "memory", keep: bool = False

@@ -41,6 +41,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, To
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
+from memory_lab.memories.chroma import STACK as CHROMA_STACK
 from memory_lab.memories.protocol import (
     Exchange,
     Item,
@@ -578,6 +579,7 @@ def _count_tokens(text: str) -> int:
         ),
     },
     roles=("memory",),
+    stack=CHROMA_STACK,
 )
 def memgpt(
     res: MemoryResources,

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory_lab.memories.chroma import STACK as CHROMA_STACK
 from memory_lab.memories.protocol import (
     Exchange,
     Item,
@@ -180,6 +181,7 @@ class RagMemory:
         ),
         "k": ParamDoc("chunks in the context (the paper's are 1 and 2)", min=1, max=64),
     },
+    stack=CHROMA_STACK,
 )
 def rag(res: MemoryResources, chunk_tokens: int = 512, k: int = 2) -> RagMemory:
     from memory_lab.memories.classic import cell_collection

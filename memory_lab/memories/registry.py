@@ -163,6 +163,9 @@ class MemoryFactory:
     # server it needs is unreachable, parameters that contradict each other); called before a
     # results folder is made
     preflight: Callable[[dict[str, Any], Callable[[str], str]], None] | None = None
+    # modules its cells import on first use (a vector store, its HTTP stack): imported in the
+    # main thread before cells run in threads, so no thread sees another's half-imported module
+    stack: tuple[str, ...] = ()
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
@@ -223,6 +226,7 @@ def _declare(
     source: str | None = None,
     roles_of: Callable[[dict[str, Any]], tuple[str, ...]] | None = None,
     preflight: Preflight | None = None,
+    stack: tuple[str, ...] = (),
 ) -> MemoryFactory:
     """The ``MemoryFactory`` of ``build(res, **params)``, its parameters read from the signature
     (``register_memory`` documents the arguments)."""
@@ -252,6 +256,7 @@ def _declare(
         source=source,
         roles_of=roles_of,
         preflight=preflight,
+        stack=tuple(stack),
     )
 
 
@@ -309,6 +314,7 @@ def register_memory(
     roles: tuple[str, ...] = (),
     preflight: Preflight | None = None,
     roles_of: Callable[[dict[str, Any]], tuple[str, ...]] | None = None,
+    stack: tuple[str, ...] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register ``factory(res, **params)`` under ``name`` (replacing one of that name).
 
@@ -318,7 +324,9 @@ def register_memory(
     (``("memory",)``: the memory LLM, ``res.memory_llm``); ``roles_of(params)`` names roles that
     depend on the parameters (a composite memory's parts). ``preflight(params, resource)`` runs
     before a run starts and raises ``ValueError`` (one line) when the memory could not be built:
-    parameters that contradict each other, a server that is missing or unreachable.
+    parameters that contradict each other, a server that is missing or unreachable. ``stack``
+    names modules the memory imports on first use (e.g. ``chroma.STACK``); ``prepare_memories``
+    imports them in the main thread before cells run in threads.
 
     Defined in an importable module, the memory can also be named as ``module:factory`` in a
     spec, which makes it available in ``--jobs`` and Ray workers and on ``--resume``.
@@ -326,7 +334,7 @@ def register_memory(
 
     def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
         factory = _declare(
-            name, fn, description, params, roles, _source_of(fn), roles_of, preflight
+            name, fn, description, params, roles, _source_of(fn), roles_of, preflight, stack
         )
         # a built-in registers as its module is imported; another memory after the built-ins,
         # so it may replace one of them
@@ -477,6 +485,16 @@ def preflight_memories(specs: list[MemorySpec], resources: dict[str, str] | None
             factory.preflight(
                 dict(spec.params), lambda name, s=spec: lookup_resource(resources, name, s.label)
             )
+
+
+def prepare_memories(specs: list[MemorySpec]) -> None:
+    """Import every memory's ``stack`` in this thread: called before cells run in threads."""
+    for spec in specs:
+        for module in factory_for(spec.name, spec.source).stack:
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                pass  # the cell that needs it reports it
 
 
 def build_memory(spec: MemorySpec, res: Any) -> Any:

@@ -41,8 +41,11 @@ PROVIDERS: dict[str, tuple[str, str, str | None]] = {
 # Client construction imports lazily; one build at a time keeps threads off half-imported modules.
 _BUILD_LOCK = threading.RLock()
 _PREPARED: set[tuple[tuple[str, ...], str | None]] = set()
-# Modules LangChain imports on a chat model's first call (tracer set-up), imported up front.
+# Modules LangChain imports on a chat model's first call (tracer set-up), imported up front; and
+# httpx, which openai's client reads from sys.modules (no import lock): a thread importing it
+# (chromadb does) must not expose a half-imported module to a thread building a client.
 _FIRST_CALL_MODULES = (
+    "httpx",
     "langchain_core.env",
     "langchain_core.tracers.context",
     "langchain_core.tracers.langchain",
