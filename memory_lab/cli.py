@@ -20,7 +20,7 @@ from memory_lab.config import (
     named_values,
 )
 from memory_lab.dialogue import DialogueError
-from memory_lab.redact import redact
+from memory_lab.redact import redact, redact_logs
 from memory_lab.sources import validate
 
 DEFAULTS = RunConfig()  # the run options' defaults are RunConfig's
@@ -497,6 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     environment (one line naming the file or option), 130 interrupted. ``--debug`` shows the
     traceback instead of the one line."""
     args = build_parser().parse_args(argv)
+    redact_logs()  # no log line carries a credential, whoever logs it
     if args.command == "run":
         args.given = _given_run_options(argv)
     previous = _stop_on_sigterm()

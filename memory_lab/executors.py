@@ -17,6 +17,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
+import secrets
 import shutil
 import signal
 import subprocess
@@ -28,7 +29,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Protocol
@@ -499,6 +500,7 @@ class RayTasks:
     attempt: str
     at_once: int | None = None
     description: str = ""
+    _token_env: dict[str, str | None] = field(default_factory=dict, repr=False)
 
     def run(self, tasks: list[CellTask], on_exchange: OnExchange) -> Iterator[CellOutcome]:
         ray = import_ray()
@@ -526,6 +528,7 @@ class RayTasks:
                     pass
             if joined:
                 ray.shutdown()
+            restore_environ(self._token_env)
             if watchdog is not None:  # it kills what outlived the shutdown, removes the folder
                 _stop_watchdog(watchdog)
             if temp is not None:
@@ -563,9 +566,11 @@ class RayTasks:
         cpus = self.at_once or os.cpu_count() or 1
         watchdog = _start_watchdog(temp)  # before Ray starts: it notes each process as it comes
         try:
+            self._token_env = use_ray_token(temp)
             ray.init(num_cpus=cpus, _temp_dir=temp, **settings)
         except BaseException:
             _stop_watchdog(watchdog)
+            restore_environ(self._token_env)
             shutil.rmtree(temp, ignore_errors=True)
             raise
         return True, temp, watchdog
@@ -579,6 +584,40 @@ class RayTasks:
             return record_failure(task, self.parts_dir, self.attempt + "-lost", error)
         write_part(task, records, self.parts_dir, self.attempt)
         return CellOutcome(task.index, records[-1], tb)
+
+
+def use_ray_token(temp: str) -> dict[str, str | None]:
+    """Token authentication for the local Ray about to start in ``temp``: a fresh random token
+    in ``temp/auth_token`` (mode 0600, removed with the folder), named in the environment that
+    Ray's processes inherit. Ray's servers listen on every interface (its binaries bind the
+    wildcard address and ``ray.init`` maps 127.0.0.1 to the node's IP); with the token, a
+    connection without it is refused, and nothing is written to ``~/.ray`` (Ray's default
+    token file). Returns the variables' previous values, for ``restore_environ``."""
+    path = os.path.join(temp, "auth_token")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, secrets.token_hex(32).encode())
+    finally:
+        os.close(fd)
+    wanted = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": path, "RAY_AUTH_TOKEN": None}
+    previous = {name: os.environ.get(name) for name in wanted}
+    restore_environ(wanted)
+    return previous
+
+
+def restore_environ(values: dict[str, str | None]) -> None:
+    """Set these environment variables (None: unset), and have Ray in this process read its
+    authentication settings again (it caches the mode and the token)."""
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    if values and "ray" in sys.modules:
+        from ray._raylet import AuthenticationTokenLoader, Config
+
+        Config.initialize("")
+        AuthenticationTokenLoader.instance().reset_cache()
 
 
 def _start_watchdog(temp: str) -> subprocess.Popen:

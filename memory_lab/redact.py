@@ -26,6 +26,7 @@ provider without credentials and do not depend on which secrets a process knows.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -180,3 +181,33 @@ def redact_value(value: Any, *, extra: Iterable[str] = (), known: bool = True) -
 def has_redacted_credentials(url: str | None) -> bool:
     """Whether a recorded URL lost its credentials to redaction (cannot be used as it is)."""
     return bool(url) and MARK in url
+
+
+class RedactingFilter(logging.Filter):
+    """A log handler's filter: the record's message and traceback redacted (``redact``), so no
+    log line carries a credential (a URL with userinfo such as httpx's request lines, a DSN
+    password, an API key)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+def redact_logs() -> None:
+    """Put a ``RedactingFilter`` on every log handler there is: the root's, every logger's
+    (uvicorn's own) and Python's last-resort handler (what prints a library's warning when no
+    handler is configured, as in ``memory-lab run``). Call it again after adding handlers."""
+    loggers = [logging.getLogger(), *logging.root.manager.loggerDict.values()]
+    handlers = [h for lg in loggers for h in getattr(lg, "handlers", ())]
+    for handler in [*handlers, logging.lastResort]:
+        if handler is not None and not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())

@@ -131,7 +131,14 @@ def test_a_run_joining_a_cluster_by_address_stops_on_ctrl_c_and_resumes(
     out = tmp_path / "stopped"
     # the driver stalls once it has written the second part (complete, not yet appended), as on
     # a slow disk: Ctrl-C surely lands mid-run with a part to adopt
-    env = {**os.environ, "MEMORY_LAB_FAULT": "part:2:hang", "PYTHONPATH": str(ROOT)}
+    home = tmp_path / "home"  # the user's home, empty: nothing of the run may land there
+    home.mkdir()
+    env = {
+        **os.environ,
+        "MEMORY_LAB_FAULT": "part:2:hang",
+        "PYTHONPATH": str(ROOT),
+        "HOME": str(home),
+    }
     argv = ["run", "--memory", *MEMORIES, "--dialogues", dialogues, "--out", str(out), "--quiet"]
     argv += ["--executor", "ray", "--ray-address", cluster]
     proc = subprocess.Popen(
@@ -232,7 +239,14 @@ def ray_cli_run(reference, tmp_path):
     and kills what is left of it after the test."""
     dialogues, _ = reference
     out = tmp_path / "stopped"
-    env = {**os.environ, "MEMORY_LAB_FAULT": "part:2:hang", "PYTHONPATH": str(ROOT)}
+    home = tmp_path / "home"  # the user's home, empty: nothing of the run may land there
+    home.mkdir()
+    env = {
+        **os.environ,
+        "MEMORY_LAB_FAULT": "part:2:hang",
+        "PYTHONPATH": str(ROOT),
+        "HOME": str(home),
+    }
     argv = ["run", "--memory", *MEMORIES, "--dialogues", dialogues, "--out", str(out), "--quiet"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "memory_lab.cli", *argv, "--executor", "ray", "--jobs", "2"],
@@ -279,3 +293,38 @@ def test_kill_9_of_a_ray_runs_driver_leaves_no_ray_process_or_folder(ray_cli_run
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
     assert gone_within(folder, 10) == []  # within seconds, not Ray's minute
+
+
+def gcs_address_of(folder: str) -> str:
+    """``IP:PORT`` of the GCS server of the local Ray in ``folder`` (from its command line)."""
+    from memory_lab.ray_watch import ray_processes
+
+    for pid in ray_processes(folder):
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+        if args and args[0].endswith("gcs_server"):
+            given = dict(a.lstrip("-").split("=", 1) for a in args[1:] if "=" in a)
+            port = next(Path(folder, "session_latest").glob("gcs_server_port_*")).read_text()
+            return f"{given['node-ip-address']}:{port.strip()}"
+    raise AssertionError("no GCS server in the run's Ray")
+
+
+def test_the_local_ray_of_a_run_refuses_clients_without_its_token(ray_cli_run, tmp_path):
+    """Ray's servers listen on every interface (its binaries bind the wildcard address), so the
+    run's Ray requires a token of its own: in its folder (0600), never in ~/.ray."""
+    _, _, folder = ray_cli_run
+    token = Path(folder) / "auth_token"
+    assert token.stat().st_mode & 0o777 == 0o600
+    assert not (tmp_path / "home" / ".ray").exists()
+    outsider_home = tmp_path / "outsider"
+    outsider_home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env["HOME"] = str(outsider_home)
+    join = (
+        f"import ray; ray.init(address={gcs_address_of(folder)!r}, logging_level='ERROR'); "
+        "print('joined', ray.cluster_resources())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", join], env=env, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode != 0 and "joined" not in done.stdout
+    assert "token" in done.stderr.lower() or "authentication" in done.stderr.lower()

@@ -137,6 +137,7 @@ def listening_socket(port: int) -> socket.socket:
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from memory_lab.redact import redact_logs
     from memory_lab.serve.app import create_app
 
     settings = settings_from(args)
@@ -147,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"memory-lab serve: http://{HOST}:{port}/ (playground) serving {labels}", flush=True)
     config = uvicorn.Config(create_app(settings), access_log=False, log_level="info")
     server = uvicorn.Server(config)
+    redact_logs()  # uvicorn's handlers too: no credential in any log line (httpx logs URLs)
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:
