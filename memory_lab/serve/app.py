@@ -43,6 +43,7 @@ from memory_lab.serve.guard import (
     RateLimiter,
     RequestError,
     check_message,
+    check_text,
     check_user_id,
 )
 
@@ -248,10 +249,12 @@ def _add_routes(app: FastAPI, settings: ServeSettings) -> None:
     def work(method: str, path: str, fn: Any, *args: Any) -> Any:
         return _work(settings, method, path, fn, *args)
 
-    def admit(user_id: str) -> str:
+    def admit(user_id: str, memory: str | None) -> None:
+        """The user id and the memory label a request names are valid; the user within --rate."""
         check_user_id(user_id)
+        if memory is not None:
+            check_text(memory, "memory")
         rate.check(user_id)
-        return user_id
 
     @app.get("/", response_class=HTMLResponse)
     def playground() -> HTMLResponse:
@@ -271,7 +274,7 @@ def _add_routes(app: FastAPI, settings: ServeSettings) -> None:
 
     @app.post("/chat/{user_id}")
     def chat(user_id: str, body: ChatRequest) -> dict:
-        admit(user_id)
+        admit(user_id, body.memory)
         message = check_message(body.message, limits)
         turns = work("POST", "/chat", chats().chat, user_id, message, body.memory)
         _log_turns(settings, user_id, message, turns)
@@ -279,7 +282,7 @@ def _add_routes(app: FastAPI, settings: ServeSettings) -> None:
 
     @app.get("/memory/{user_id}")
     def memory(user_id: str, memory: str | None = None, query: str | None = None) -> dict:
-        admit(user_id)
+        admit(user_id, memory)
         if query:
             check_message(query, limits, "query")
         views = work("GET", "/memory", chats().view, user_id, memory, query)
@@ -287,14 +290,14 @@ def _add_routes(app: FastAPI, settings: ServeSettings) -> None:
 
     @app.delete("/memory/{user_id}")
     def forget(user_id: str, memory: str | None = None) -> dict:
-        admit(user_id)
+        admit(user_id, memory)
         labels = work("DELETE", "/memory", chats().delete, user_id, memory)
         log.info("forget user=%s memories=%s", user_id, ",".join(labels))
         return {"user_id": user_id, "forgotten": labels}
 
     @app.get("/dialogue/{user_id}")
     def dialogue(user_id: str, memory: str | None = None) -> Response:
-        admit(user_id)
+        admit(user_id, memory)
         text = work("GET", "/dialogue", chats().dialogue, user_id, memory)
         name = f"chat-{user_id}.yaml"
         return Response(

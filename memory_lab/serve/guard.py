@@ -52,7 +52,26 @@ def check_user_id(user_id: str) -> str:
     return user_id
 
 
+def check_text(text: str, what: str) -> str:
+    """``text`` if it is well-formed Unicode; RequestError 422 for a lone surrogate.
+
+    JSON may escape half of a UTF-16 pair alone (``"\\ud800"``); Python decodes it to a string
+    no UTF-8 encoder (a response, a log, PostgreSQL) can write, so it is refused before any use.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(text[exc.start])
+        raise RequestError(
+            422,
+            f"{what} is not well-formed text: a lone UTF-16 surrogate (\\u{code:04x}) at "
+            f"character {exc.start + 1}; send UTF-8 (an escaped pair must be complete)",
+        ) from None
+    return text
+
+
 def check_message(message: str, limits: Limits, what: str = "message") -> str:
+    check_text(message, what)
     if len(message) > limits.max_message_chars:
         raise RequestError(
             413,

@@ -259,3 +259,25 @@ def test_cli_names_an_unreachable_postgres(spec, capsys, monkeypatch):
     assert main(["serve", "--memory", spec, "--resource", f"postgres={url}"]) == 2
     err = capsys.readouterr().err
     assert "cannot reach PostgreSQL at 127.0.0.1:1/none" in err and "hunter2" not in err
+
+
+def test_lone_surrogates_are_refused_before_anything_is_saved(serve):
+    headers = {"content-type": "application/json"}
+    with serve(["buffer"]) as url, client(url) as http:
+        for raw in (
+            rb'{"message": "hi \ud800 there"}',  # a lone high surrogate, JSON-escaped
+            rb'{"message": "hi \udc00"}',  # a lone low one
+            rb'{"message": "hi", "memory": "buffer\ud800"}',  # every text field is checked
+        ):
+            refused = http.post("/chat/ines", content=raw, headers=headers)
+            assert refused.status_code == 422, refused.text
+            assert refused.headers["content-type"] == "application/json"
+            assert "not well-formed" in refused.json()["error"]
+        # nothing was saved: the user's memory, transcript and later chats are as new
+        assert by_memory(http.get("/memory/ines").json())["buffer"]["snapshot"]["messages"] == 0
+        assert http.get("/dialogue/ines").status_code == 404
+        # a well-formed pair (an emoji, escaped) is one character and passes
+        pair = http.post("/chat/ines", content=rb'{"message": "hi \ud83d\ude00"}', headers=headers)
+        assert pair.status_code == 200, pair.text
+        assert "hi \U0001f600" in by_memory(pair.json())["buffer"]["state"]["context"]
+        assert http.get("/dialogue/ines").status_code == 200
