@@ -42,6 +42,7 @@ from memory_lab.serve.guard import (
     Limits,
     RateLimiter,
     RequestError,
+    check_host,
     check_message,
     check_text,
     check_user_id,
@@ -164,6 +165,23 @@ class BodyLimit:
         return f"the request body is over {self.limit} bytes (see --max-message-chars)"
 
 
+class HostCheck:
+    """Refuse (421) an HTTP request whose Host header is not the loopback (``check_host``)."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            host = dict(scope.get("headers") or []).get(b"host")
+            try:
+                check_host(host.decode("latin-1") if host is not None else None)
+            except RequestError as exc:
+                await _error(exc.status, exc.message)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def create_app(settings: ServeSettings) -> FastAPI:
     """The app serving ``settings``; memories are made per user on first use."""
     app = FastAPI(title="memory-lab serve", lifespan=_lifespan, docs_url=None, redoc_url=None)
@@ -171,6 +189,7 @@ def create_app(settings: ServeSettings) -> FastAPI:
     _add_error_handlers(app)
     _add_access_log(app)
     app.add_middleware(BodyLimit, limit=settings.limits.max_body_bytes)
+    app.add_middleware(HostCheck)  # added last: the outermost, before a body is read
     _add_routes(app, settings)
     return app
 

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 USER_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?")
 USER_ID_RULE = "1-64 letters, digits, '-' or '_', starting and ending with a letter or digit"
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# the names a request to the loopback address may carry in Host (serve binds 127.0.0.1 only)
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^:\[\]@/]+)(?::[0-9]{1,5})?")
 
 
 class RequestError(Exception):
@@ -43,6 +46,24 @@ class Limits:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
         if not self.rate_window > 0:
             raise ValueError("the rate window must be a positive number of seconds")
+
+
+def check_host(host: str | None) -> None:
+    """RequestError 421 unless the Host header names the loopback (with any port, or none).
+
+    A page on another site whose name its DNS points at 127.0.0.1 (DNS rebinding) reaches this
+    server from the user's browser with its own name in Host: refused, so no other site reads or
+    writes the users' memories.
+    """
+    match = _HOST.fullmatch(host or "")
+    if match is None or match.group(1).lower() not in LOOPBACK_HOSTS:
+        shown = repr(host[:80]) if host else "none"
+        raise RequestError(
+            421,
+            f"the request is addressed to host {shown}; this server answers only requests to "
+            f"{', '.join(LOOPBACK_HOSTS[:-1])} or {LOOPBACK_HOSTS[-1]} (a guard against DNS "
+            "rebinding)",
+        )
 
 
 def check_user_id(user_id: str) -> str:

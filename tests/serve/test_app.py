@@ -281,3 +281,24 @@ def test_lone_surrogates_are_refused_before_anything_is_saved(serve):
         assert pair.status_code == 200, pair.text
         assert "hi \U0001f600" in by_memory(pair.json())["buffer"]["state"]["context"]
         assert http.get("/dialogue/ines").status_code == 200
+
+
+def test_requests_for_another_host_are_refused(serve):
+    """A page on another site whose name resolves to 127.0.0.1 (DNS rebinding) sends its own
+    name in Host: refused, whatever the route."""
+    with serve(["buffer"]) as url, client(url) as http:
+        port = url.rsplit(":", 1)[1]
+        for host in ("evil.example", f"evil.example:{port}", "localhost.evil.example",
+                     "127.0.0.1.nip.io", f"127.0.0.1:{port}@evil.example", ""):  # fmt: skip
+            for method, path in (("GET", "/"), ("GET", "/memory/mona"), ("POST", "/chat/mona")):
+                refused = http.request(
+                    method, path, headers={"Host": host}, json={"message": "hi"}
+                )
+                assert refused.status_code == 421, (host, path, refused.text)
+                assert refused.headers["content-type"] == "application/json"
+                assert "127.0.0.1, localhost or [::1]" in refused.json()["error"]
+        for host in ("127.0.0.1", f"127.0.0.1:{port}", "localhost", f"LocalHost:{port}",
+                     "[::1]", f"[::1]:{port}"):  # fmt: skip
+            assert http.get("/memories", headers={"Host": host}).status_code == 200, host
+        # the refused requests reached no memory
+        assert by_memory(http.get("/memory/mona").json())["buffer"]["snapshot"]["messages"] == 0
