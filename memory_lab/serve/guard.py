@@ -37,8 +37,10 @@ class Limits:
 
     @property
     def max_body_bytes(self) -> int:
-        """A chat body: the message (4 bytes a character at most, JSON-escaped) and a label."""
-        return 6 * self.max_message_chars + 4096
+        """A chat body: the message and a label. JSON may escape a character as 12 bytes (an
+        astral one as two ``\\uXXXX`` escapes), so no message within ``max_message_chars`` is
+        refused for its size; the characters are counted after parsing (``check_message``)."""
+        return 12 * self.max_message_chars + 4096
 
     def __post_init__(self) -> None:
         for name in ("max_message_chars", "rate", "max_users"):

@@ -302,3 +302,19 @@ def test_requests_for_another_host_are_refused(serve):
             assert http.get("/memories", headers={"Host": host}).status_code == 200, host
         # the refused requests reached no memory
         assert by_memory(http.get("/memory/mona").json())["buffer"]["snapshot"]["messages"] == 0
+
+
+def test_a_message_within_max_chars_is_never_refused_for_its_body_size(serve):
+    """JSON may escape each astral character as two \\uXXXX escapes: 12 bytes for a character."""
+    headers = {"content-type": "application/json"}
+    with serve(["buffer"]) as url, client(url) as http:  # --max-message-chars 4000
+        for n in (2400, 4000):
+            raw = json.dumps({"message": "\U0001f600" * n, "memory": "buffer"}).encode()
+            assert len(raw) > 12 * n  # escaped: ensure_ascii
+            said = http.post("/chat/nina", content=raw, headers=headers)
+            assert said.status_code == 200, said.text
+            chunks = iter([raw[:100], raw[100:]])  # chunked: counted as it streams
+            assert http.post("/chat/nina", content=chunks, headers=headers).status_code == 200
+        raw = json.dumps({"message": "\U0001f600" * 4001}).encode()
+        over = http.post("/chat/nina", content=raw, headers=headers)
+        assert over.status_code == 413 and "4001 characters" in over.json()["error"]
