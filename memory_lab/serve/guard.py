@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 USER_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?")
@@ -109,20 +109,31 @@ def check_message(message: str, limits: Limits, what: str = "message") -> str:
 
 
 class RateLimiter:
-    """At most ``rate`` requests per user in any ``window`` seconds (a sliding window)."""
+    """At most ``rate`` requests per user in any ``window`` seconds (a sliding window).
+
+    Users are kept in the order they were last seen, so those idle for a whole window are at the
+    front and are forgotten there as requests come: each check costs O(1) amortised, however
+    many users the server has met.
+    """
 
     def __init__(self, rate: int, window: float, clock=time.monotonic):
         self.rate = rate
         self.window = window
         self.clock = clock
-        self._seen: dict[str, deque[float]] = {}
+        self._seen: OrderedDict[str, deque[float]] = OrderedDict()  # least recently seen first
         self._lock = threading.Lock()
 
     def check(self, user_id: str) -> None:
         """Count one request by ``user_id``; RequestError 429 when over the rate."""
         now = self.clock()
         with self._lock:
+            while self._seen:  # forget users idle for a whole window
+                oldest = next(iter(self._seen.values()))
+                if oldest and oldest[-1] > now - self.window:
+                    break
+                self._seen.popitem(last=False)
             times = self._seen.setdefault(user_id, deque())
+            self._seen.move_to_end(user_id)
             while times and times[0] <= now - self.window:
                 times.popleft()
             if len(times) >= self.rate:
@@ -134,8 +145,3 @@ class RateLimiter:
                     {"Retry-After": str(wait)},
                 )
             times.append(now)
-            if len(self._seen) > 10_000:  # forget users idle for a whole window
-                for uid in [
-                    u for u, t in self._seen.items() if not t or t[-1] <= now - self.window
-                ]:
-                    del self._seen[uid]
