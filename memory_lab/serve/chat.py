@@ -3,15 +3,16 @@
 Each message is one exchange of a single session (``chat``), replayed through ``Cell`` in
 ``live`` mode: the memory gives its context, the answering model replies through the shared
 prompt, and the exchange (with that reply) is saved, all metered as in a benchmark run. A
-user's ``thread`` and ``store`` memories on PostgreSQL are named after the user
-(``serve-<memory>-<user>``) and
-kept there when the app stops (``keep=true`` unless the spec says otherwise), so on PostgreSQL a
-restarted server finds them again; ``forget`` deletes them there.
+user's ``thread`` and ``store`` memories on PostgreSQL are named after the memory and the user
+(``serve-<memory>-<hash>--<user>``, see ``cell_id``) and kept there when the app stops
+(``keep=true`` unless the spec says otherwise), so on PostgreSQL a restarted server finds them
+again; ``forget`` deletes them there.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import re
 import threading
@@ -50,9 +51,16 @@ def served_spec(spec: MemorySpec) -> MemorySpec:
 
 
 def cell_id(spec: MemorySpec, user_id: str) -> str:
-    """The user's cell id: fixed for memories on PostgreSQL, fresh for the others."""
+    """The user's cell id: fixed for memories on PostgreSQL, fresh for the others.
+
+    ``serve-<label>-<hash>--<user>``: the label made safe (single dashes, none at either end) and
+    8 hex digits of its SHA-256 (two labels made alike still differ), then ``--``, which the
+    label part never holds, so the first ``--`` ends it and no (memory, user) pair shares another
+    pair's thread or Store namespace, whatever dashes a user id holds.
+    """
     safe = re.sub(r"[^A-Za-z0-9]+", "-", spec.label).strip("-")
-    base = f"serve-{safe}-{user_id}"
+    digest = hashlib.sha256(spec.label.encode("utf-8")).hexdigest()[:8]
+    base = f"serve-{safe}-{digest}--{user_id}"
     return base if on_postgres(spec) else f"{base}-{uuid.uuid4().hex[:12]}"
 
 

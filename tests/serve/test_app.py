@@ -12,9 +12,11 @@ import psycopg
 import pytest
 import yaml
 
+from memory_lab.benchmark import resolve_memories
 from memory_lab.config import RunConfig
 from memory_lab.dialogue import parse_documents
 from memory_lab.runner import RunModels
+from memory_lab.serve.chat import cell_id
 from memory_lab.serve.guard import Limits
 
 from ..models.openai_mock import CHAT_USAGE, OpenAIMock
@@ -178,7 +180,7 @@ def thread_rows(url: str, thread_id: str) -> int:
 def test_postgres_state_survives_a_restart_until_deleted(serve, postgres_url):
     user = f"pg-{uuid.uuid4().hex[:8]}"
     pg = {"postgres": postgres_url}
-    thread_id = f"serve-thread-saver-postgres-{user}"
+    thread_id = cell_id(resolve_memories(PG_MEMORIES[:1])[0], user)
     with serve(PG_MEMORIES, resources=pg) as url, client(url) as http:
         for message in ("My sister is called Ingrid.", "I keep bees on the roof."):
             assert http.post(f"/chat/{user}", json={"message": message}).status_code == 200
@@ -318,3 +320,31 @@ def test_a_message_within_max_chars_is_never_refused_for_its_body_size(serve):
         raw = json.dumps({"message": "\U0001f600" * 4001}).encode()
         over = http.post("/chat/nina", content=raw, headers=headers)
         assert over.status_code == 413 and "4001 characters" in over.json()["error"]
+
+
+def test_users_of_different_memories_never_share_a_thread(serve, postgres_url):
+    """User ``summarizer-node-bob`` of one memory and ``bob`` of a memory whose label ends
+    ``summarizer=node`` once had the same thread id (the Store's ``thread-per-session-bob`` and
+    ``bob`` the same namespace too): one saw the other's messages, deleting one wiped the other."""
+    bob = f"bob{uuid.uuid4().hex[:6]}"
+    pairs = [  # (memory, user) that once shared their state on PostgreSQL
+        (("thread:saver=postgres", f"summarizer-node-{bob}"),
+         ("thread:saver=postgres,summarizer=node", bob)),
+        (("store:backend=postgres,search=recent", f"thread-per-session-{bob}"),
+         ("store:backend=postgres,search=recent,thread_per=session", bob)),
+    ]  # fmt: skip
+    specs = [spec for pair in pairs for spec, _ in pair]
+    with serve(specs, resources={"postgres": postgres_url}) as url, client(url) as http:
+        for (first, first_user), (second, second_user) in pairs:
+            said = {"message": "My locker code is 8841.", "memory": first}
+            assert http.post(f"/chat/{first_user}", json=said).status_code == 200
+            other = http.get(f"/memory/{second_user}", params={"memory": second}).json()
+            held = other["memories"][0]
+            assert "8841" not in held["context"], (second, held["context"])
+            assert held["snapshot"].get("facts", {}) == {}
+            gone = http.delete(f"/memory/{second_user}", params={"memory": second})
+            assert gone.status_code == 200
+            mine = http.get(f"/memory/{first_user}", params={"memory": first}).json()
+            assert "8841" in mine["memories"][0]["context"], first  # not wiped by the other
+            gone = http.delete(f"/memory/{first_user}", params={"memory": first})
+            assert gone.status_code == 200
