@@ -127,12 +127,19 @@ def test_bad_inputs_are_json_errors(serve):
 
 def test_max_users(serve):
     with serve(["buffer"], limits=Limits(max_users=2)) as url, client(url) as http:
-        assert http.get("/memory/u1").status_code == 200
-        assert http.get("/memory/u2").status_code == 200
-        full = http.get("/memory/u3")
+        # reads of users the server does not hold take no slot
+        for user in ("r1", "r2", "r3"):
+            assert http.get(f"/memory/{user}").status_code == 200
+            assert http.get(f"/dialogue/{user}").status_code == 404
+        said = {"message": "hello"}
+        assert http.post("/chat/u1", json=said).status_code == 200
+        assert http.post("/chat/u2", json=said).status_code == 200
+        full = http.post("/chat/u3", json=said)
         assert full.status_code == 503 and "--max-users" in full.json()["error"]
+        assert http.delete("/memory/r1").status_code == 200  # nor do forgets
+        assert http.get("/memory/u3").status_code == 200  # a read still answers
         assert http.delete("/memory/u1").status_code == 200
-        assert http.get("/memory/u3").status_code == 200
+        assert http.post("/chat/u3", json=said).status_code == 200
 
 
 def test_logs_hold_no_message_text_unless_asked(serve, caplog):
@@ -348,3 +355,33 @@ def test_users_of_different_memories_never_share_a_thread(serve, postgres_url):
             assert "8841" in mine["memories"][0]["context"], first  # not wiped by the other
             gone = http.delete(f"/memory/{first_user}", params={"memory": first})
             assert gone.status_code == 200
+
+
+def test_dialogue_after_a_restart_comes_from_the_thread(serve, postgres_url):
+    """A restarted server has no transcript of its own: the dialogue is what the memory's thread
+    on PostgreSQL holds, and new messages follow it."""
+    user = f"pg-{uuid.uuid4().hex[:8]}"
+    pg = {"postgres": postgres_url}
+    said = ["My sister is called Ingrid.", "I keep bees on the roof."]
+    with serve(PG_MEMORIES, resources=pg) as url, client(url) as http:
+        for message in said:
+            assert http.post(f"/chat/{user}", json={"message": message}).status_code == 200
+
+    def users_turns(http, label: str) -> tuple[list[str], int]:
+        saved = http.get(f"/dialogue/{user}", params={"memory": label})
+        assert saved.status_code == 200, saved.text
+        dialogues, problems = parse_documents(list(yaml.safe_load_all(saved.text)), "saved.yaml")
+        assert not problems
+        turns = dialogues[0].turns
+        return [t.text for t in turns if t.role == "user"], len(turns)
+
+    with serve(PG_MEMORIES, resources=pg) as url, client(url) as http:  # a new server
+        for label in PG_MEMORIES:
+            assert users_turns(http, label) == (said, 4)  # the replies too
+        assert http.post(f"/chat/{user}", json={"message": "Who is Ingrid?"}).status_code == 200
+        for label in PG_MEMORIES:
+            assert users_turns(http, label) == ([*said, "Who is Ingrid?"], 6)
+        query = http.get(f"/memory/{user}").json()  # the last message, as before the restart
+        assert [m["query"] for m in query["memories"]] == ["Who is Ingrid?"] * 2
+        assert http.delete(f"/memory/{user}").status_code == 200
+        assert http.get(f"/dialogue/{user}").status_code == 404
