@@ -11,11 +11,12 @@ Routes (``user_id``: 1-64 of ``[A-Za-z0-9_-]``, see ``guard``):
 - ``GET /dialogue/{user_id}?memory=``: the conversation as a format v1 dialogue file.
 - ``GET /memories``: the served memories and limits; ``GET /``: the playground.
 
-Like the LangGraph guide's deployment, the lifespan opens one ``AsyncPostgresSaver`` per
-PostgreSQL URL the memories use and lends it to every user's thread (``thread_id`` from the
-user id), so conversations survive a restart. Memory work runs in the threadpool, one request
-per user at a time. Logs name users, routes, sizes and timings, never message text unless
-``log_messages``.
+The lifespan opens one bounded connection pool per PostgreSQL URL the memories use
+(``--postgres-pool``) and lends it to every user's thread and Store (``thread_id`` from the
+memory and the user id), so conversations survive a restart and users share the connections; a
+request that finds none free within ``--postgres-wait`` is refused 503 with ``Retry-After``.
+Memory work runs in the threadpool, one request per user at a time. Logs name users, routes,
+sizes and timings, never message text unless ``log_messages``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from memory_lab.memories.lg_backends import PoolBusy, lend_pool, open_pool
 from memory_lab.memories.registry import MemorySpec
 from memory_lab.redact import redact
 from memory_lab.runner import RunModels
@@ -85,18 +87,10 @@ async def _lifespan(app: FastAPI):
     settings: ServeSettings = app.state.settings
     specs = [served_spec(s) for s in settings.memories]
     async with AsyncExitStack() as stack:
-        urls = postgres_urls(specs, dict(settings.models.resources))
-        if urls:
-            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-
-            from memory_lab.memories.lg_backends import checkpoint_serializer, lend_checkpointer
-
-            for url in urls:
-                saver = await stack.enter_async_context(
-                    AsyncPostgresSaver.from_conn_string(url, serde=checkpoint_serializer())
-                )
-                await saver.setup()
-                stack.enter_context(lend_checkpointer(url, saver))
+        limits = settings.limits
+        for url in postgres_urls(specs, dict(settings.models.resources)):
+            pool = stack.enter_context(open_pool(url, limits.postgres_pool, limits.postgres_wait))
+            stack.enter_context(lend_pool(url, pool))
         chats = Chats(specs, settings.models, settings.limits.max_users)
         app.state.chats = chats
         try:
@@ -233,6 +227,9 @@ def _work(settings: ServeSettings, method: str, path: str, fn: Any, *args: Any) 
         return fn(*args)
     except RequestError:
         raise
+    except PoolBusy as exc:  # no PostgreSQL connection free: nothing was done, retry
+        log.warning("%s %s: %s", method, path, exc)
+        raise RequestError(503, str(exc), {"Retry-After": "1"}) from None
     except Exception as exc:  # noqa: BLE001 - answered as JSON, logged without text
         log.error("%s %s failed: %s", method, path, type(exc).__name__)
         text = redact(str(exc).strip().splitlines()[0]) if str(exc).strip() else ""

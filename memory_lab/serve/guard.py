@@ -34,6 +34,8 @@ class Limits:
     rate: int = 60  # requests per user per ``rate_window`` seconds
     rate_window: float = 60.0
     max_users: int = 1000
+    postgres_pool: int = 10  # connections per PostgreSQL server, shared by every user
+    postgres_wait: float = 5.0  # seconds a request waits for one before a 503
 
     @property
     def max_body_bytes(self) -> int:
@@ -43,11 +45,13 @@ class Limits:
         return 12 * self.max_message_chars + 4096
 
     def __post_init__(self) -> None:
-        for name in ("max_message_chars", "rate", "max_users"):
+        for name in ("max_message_chars", "rate", "max_users", "postgres_pool"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
         if not self.rate_window > 0:
             raise ValueError("the rate window must be a positive number of seconds")
+        if not self.postgres_wait > 0:
+            raise ValueError("--postgres-wait must be a positive number of seconds")
 
 
 def check_host(host: str | None) -> None:

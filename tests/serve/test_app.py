@@ -300,9 +300,7 @@ def test_requests_for_another_host_are_refused(serve):
         for host in ("evil.example", f"evil.example:{port}", "localhost.evil.example",
                      "127.0.0.1.nip.io", f"127.0.0.1:{port}@evil.example", ""):  # fmt: skip
             for method, path in (("GET", "/"), ("GET", "/memory/mona"), ("POST", "/chat/mona")):
-                refused = http.request(
-                    method, path, headers={"Host": host}, json={"message": "hi"}
-                )
+                refused = http.request(method, path, headers={"Host": host}, json={"message": "hi"})
                 assert refused.status_code == 421, (host, path, refused.text)
                 assert refused.headers["content-type"] == "application/json"
                 assert "127.0.0.1, localhost or [::1]" in refused.json()["error"]
@@ -385,3 +383,89 @@ def test_dialogue_after_a_restart_comes_from_the_thread(serve, postgres_url):
         assert [m["query"] for m in query["memories"]] == ["Who is Ingrid?"] * 2
         assert http.delete(f"/memory/{user}").status_code == 200
         assert http.get(f"/dialogue/{user}").status_code == 404
+
+
+@pytest.fixture
+def limited_postgres(postgres_url):
+    """``limited_postgres(n)``: the URL of a fresh database whose role may hold ``n``
+    connections at once (the server refuses more, as one at max_connections does)."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    made: list[tuple[str, str]] = []
+
+    def make(connections: int) -> str:
+        name = f"pool_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE {name} LOGIN CONNECTION LIMIT {connections}")
+            conn.execute(f"CREATE DATABASE {name} OWNER {name}")
+        made.append((name, name))
+        parts = {**conninfo_to_dict(postgres_url), "user": name, "dbname": name}
+        return make_conninfo(**parts)
+
+    yield make
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        for name, _ in made:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            conn.execute(f"DROP ROLE IF EXISTS {name}")
+
+
+def test_more_users_than_postgres_connections(serve, limited_postgres):
+    """Users share the server's pool: more users than the database allows connections."""
+    pg = {"postgres": limited_postgres(6)}
+    users = [f"many{n}" for n in range(16)]
+    with serve(PG_MEMORIES, resources=pg) as url, client(url) as http:
+        for user in users:
+            said = http.post(f"/chat/{user}", json={"message": f"My code word is cw{user}x."})
+            assert said.status_code == 200, (user, said.text)
+        for user in users:
+            for view in http.get(f"/memory/{user}").json()["memories"]:
+                assert f"cw{user}x" in view["context"]
+    # at once, with a pool smaller than the database allows: requests queue for a connection
+    limits = Limits(postgres_pool=3)
+    with serve(PG_MEMORIES, resources=pg, limits=limits) as url, client(url) as http:
+
+        def talk(user: str) -> int:
+            return http.post(f"/chat/{user}", json={"message": "And I like figs."}).status_code
+
+        with ThreadPoolExecutor(8) as pool:
+            assert list(pool.map(talk, users)) == [200] * len(users)
+
+
+def test_a_busy_postgres_pool_is_a_clean_503(serve, limited_postgres):
+    """One request holds the pool's only connection (blocked on a table lock another session
+    holds): another user's request waits --postgres-wait, then gets 503 with Retry-After."""
+    import threading
+
+    pg_url = limited_postgres(5)
+    limits = Limits(postgres_pool=1, postgres_wait=0.5)
+    spec = ["thread:saver=postgres"]
+    with serve(spec, resources={"postgres": pg_url}, limits=limits) as url, client(url) as http:
+        blocked: dict[str, httpx.Response] = {}
+        with psycopg.connect(pg_url) as locker:
+            locker.execute("LOCK TABLE checkpoints IN ACCESS EXCLUSIVE MODE")  # a transaction
+            first = threading.Thread(
+                target=lambda: blocked.setdefault(
+                    "r", http.post("/chat/olga", json={"message": "I am first."})
+                )
+            )
+            first.start()
+            waiting = 0
+            for _ in range(400):  # until olga's request waits on the lock
+                row = locker.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND datname = current_database()"
+                ).fetchone()
+                if (waiting := row[0]) > 0:
+                    break
+                first.join(0.05)
+            assert waiting == 1
+            busy = http.post("/chat/pavel", json={"message": "Me too."})
+            assert busy.status_code == 503, busy.text
+            assert busy.headers["content-type"] == "application/json"
+            assert busy.headers["retry-after"] == "1"
+            assert "pool of 1 connection" in busy.json()["error"]
+            assert "busy" in busy.json()["error"]
+            locker.commit()  # the lock goes; olga's request finishes
+            first.join(60)
+        assert blocked["r"].status_code == 200, blocked["r"].text
+        assert http.post("/chat/pavel", json={"message": "Me too."}).status_code == 200
