@@ -257,6 +257,10 @@ def test_cli_refuses_bad_options_in_one_line(capsys):
     assert "--port must be between 0 and 65535" in capsys.readouterr().err
     assert main(["serve", "--rate", "0"]) == 2
     assert "--rate must be at least 1" in capsys.readouterr().err
+    assert main(["serve", "--postgres-pool", "0"]) == 2
+    assert "--postgres-pool must be at least 1" in capsys.readouterr().err
+    assert main(["serve", "--postgres-wait", "0"]) == 2
+    assert "--postgres-wait must be a positive number" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("spec", ["thread:saver=postgres"])
