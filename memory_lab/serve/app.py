@@ -227,7 +227,7 @@ def _work(settings: ServeSettings, method: str, path: str, fn: Any, *args: Any) 
         return fn(*args)
     except RequestError:
         raise
-    except PoolBusy as exc:  # no PostgreSQL connection free: nothing was done, retry
+    except PoolBusy as exc:  # no PostgreSQL connection came free in time: the client retries
         log.warning("%s %s: %s", method, path, exc)
         raise RequestError(503, str(exc), {"Retry-After": "1"}) from None
     except Exception as exc:  # noqa: BLE001 - answered as JSON, logged without text
