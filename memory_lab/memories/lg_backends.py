@@ -8,10 +8,13 @@ Store on SQLite: ``SqliteStore``'s index loads the sqlite-vec extension, which m
 (this project's reference machine among them) cannot load. The URL (or keyword DSN) is used,
 never written: errors name only its host, port and database, and their reasons are redacted.
 
-A server (``memory-lab serve``) opens one ``AsyncPostgresSaver`` per URL in its lifespan and lends
-it with ``lend_checkpointer``: every cell on that URL then checkpoints through it (LangGraph's
-sync calls from a worker thread run on the server's event loop) instead of opening its own
-connection for the thread; a Store still gets a connection of its own.
+A benchmark cell on PostgreSQL opens a connection of its own. A server (``memory-lab serve``)
+opens one bounded connection pool per URL in its lifespan (``open_pool``) and lends it with
+``lend_pool``: every cell on that URL then checkpoints and keeps its Store through the pool
+(LangGraph's ``PostgresSaver`` and ``PostgresStore`` take a pool), so however many users it
+holds, the server uses at most the pool's connections. A request that finds none free within
+the pool's wait raises ``PoolBusy``, which names the pool and says whether it is busy or the
+server does not answer.
 
 Checkpoints are written and read with a serializer pinned to the types these memories put in a
 thread (messages, plain values, langmem's ``RunningSummary``), so a reopened checkpointer loads
@@ -39,19 +42,77 @@ POSTGRES_RESOURCE = "postgres"
 SQLITE_FILE = "langgraph.sqlite"
 # the msgpack types a checkpoint of these memories may hold beyond LangGraph's safe list
 CHECKPOINT_TYPES = (("langmem.short_term.summarization", "RunningSummary"),)
-_LENT: dict[str, Any] = {}  # PostgreSQL URL -> a checkpointer a server opened for every cell
+_LENT: dict[str, Any] = {}  # PostgreSQL URL -> the connection pool a server opened for every cell
+
+
+class PoolBusy(Exception):
+    """No connection of a shared pool came free within its wait: retry later."""
 
 
 @contextmanager
-def lend_checkpointer(url: str, checkpointer: Any) -> Iterator[None]:
-    """While inside, cells on ``url`` checkpoint through ``checkpointer`` (never closed here)."""
+def lend_pool(url: str, pool: Any) -> Iterator[None]:
+    """While inside, cells on ``url`` use ``pool``'s connections (never closed here)."""
     if url in _LENT:
-        raise ValueError(f"a checkpointer is already lent for {describe_url(url)}")
-    _LENT[url] = checkpointer
+        raise ValueError(f"a connection pool is already lent for {describe_url(url)}")
+    _LENT[url] = pool
     try:
         yield
     finally:
         _LENT.pop(url, None)
+
+
+@contextmanager
+def open_pool(url: str, size: int, wait: float) -> Iterator[Any]:
+    """A pool of at most ``size`` connections to ``url`` (autocommit, as the LangGraph Postgres
+    classes want them), checked before each use (a restarted server's dead ones are replaced);
+    a request waits up to ``wait`` seconds for one, then ``PoolBusy``. ConfigError when the
+    server gives no first connection; closed at the end."""
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool, PoolTimeout
+
+    class SharedPool(ConnectionPool):
+        def getconn(self, timeout: float | None = None) -> Any:
+            try:
+                return super().getconn(timeout)
+            except PoolTimeout:
+                raise PoolBusy(_pool_refusal(self, url, wait)) from None
+
+    pool = SharedPool(
+        url,
+        min_size=1,
+        max_size=size,
+        timeout=wait,
+        open=False,
+        check=ConnectionPool.check_connection,
+        kwargs=dict(autocommit=True, prepare_threshold=0, row_factory=dict_row, connect_timeout=5),
+        name=f"memory-lab {describe_url(url)}",
+    )
+    try:
+        pool.open(wait=True, timeout=max(wait, 5.0))
+    except PoolTimeout:
+        pool.close()
+        raise ConfigError(
+            f"cannot reach PostgreSQL at {describe_url(url)} (resource '{POSTGRES_RESOURCE}'): "
+            f"no connection within {max(wait, 5.0):g} s"
+        ) from None
+    with pool:
+        yield pool
+
+
+def _pool_refusal(pool: Any, url: str, wait: float) -> str:
+    """Why a pool gave no connection: all of them in use, or the server makes none."""
+    stats = pool.get_stats()
+    size = stats["pool_max"]
+    plural = "connection" if size == 1 else "connections"
+    if stats["pool_size"] >= size:
+        return (
+            f"the PostgreSQL pool of {size} {plural} to {describe_url(url)} is busy (none came "
+            f"free within {wait:g} s); retry (see --postgres-pool)"
+        )
+    return (
+        f"cannot reach PostgreSQL at {describe_url(url)}: the pool of {size} {plural} made no "
+        f"new one within {wait:g} s; retry"
+    )
 
 
 def checkpoint_serializer() -> Any:
@@ -194,6 +255,15 @@ def _delete(
                     store.delete(item.namespace, item.key)
 
 
+@contextmanager
+def _index_scans_off(conn: Any) -> Iterator[None]:
+    conn.execute("SET enable_indexscan = off")
+    try:
+        yield
+    finally:
+        conn.execute("RESET enable_indexscan")
+
+
 class Persistence:
     """One cell's checkpointer (and Store, when asked): opened by backend, released at close.
 
@@ -219,6 +289,7 @@ class Persistence:
         self.keep = keep
         self.path: Path | None = None
         self._conn: Any = None
+        self._pool: Any = None
         self._own_dir: Path | None = None
         self.store: Any = None
         serde = checkpoint_serializer()
@@ -245,20 +316,18 @@ class Persistence:
 
             self._url, self._memory = res.resource(POSTGRES_RESOURCE), res.memory_name
             self._vector = embeddings is not None
-            lent = _LENT.get(self._url)
-            if lent is None or store:
+            self._pool = _LENT.get(self._url)  # tables made when the server started
+            if self._pool is None:
                 self._conn = connect_postgres(self._url, self._memory)
+            conn = self._pool if self._pool is not None else self._conn
             try:
-                if lent is not None:
-                    self.checkpointer = lent
-                else:
-                    self.checkpointer = PostgresSaver(self._conn, serde=serde)
-                    self.checkpointer.setup()  # a no-op after the run's preflight
+                self.checkpointer = PostgresSaver(conn, serde=serde)
                 if store:
-                    self.store = _postgres_store(
-                        self._conn, self.embeddings, self._vector, index_fields
-                    )
-                    self.store.setup()
+                    self.store = _postgres_store(conn, self.embeddings, self._vector, index_fields)
+                if self._pool is None:  # no-ops after the run's preflight
+                    self.checkpointer.setup()
+                    if store:
+                        self.store.setup()
             except BaseException:
                 self.close()
                 raise
@@ -290,11 +359,16 @@ class Persistence:
             if self.backend != "postgres":
                 yield
                 return
-            self._conn.execute("SET enable_indexscan = off")
-            try:
-                yield
-            finally:
-                self._conn.execute("RESET enable_indexscan")
+            if self._pool is None:
+                with _index_scans_off(self._conn):
+                    yield
+                return
+            with self._pool.connection() as conn, _index_scans_off(conn):
+                self.store.conn = conn  # the search runs on this connection, then back
+                try:
+                    yield
+                finally:
+                    self.store.conn = self._pool
 
     def forget(self, thread_ids: list[str], namespaces: list[tuple[str, ...]] = ()) -> None:
         """Delete the cell's threads and Store namespaces from a server (unless ``keep``).
@@ -304,9 +378,10 @@ class Persistence:
         """
         if self.keep or self.backend != "postgres":
             return
-        if self._conn is None:  # closed, or a lent checkpointer (the thread only)
-            if self.store is None and self.checkpointer is _LENT.get(self._url):
-                _delete(self.checkpointer, None, thread_ids, [])
+        if self._pool is not None:  # a pooled connection is checked before it is lent
+            _delete(self.checkpointer, self.store, thread_ids, namespaces)
+            return
+        if self._conn is None:  # closed
             return
         import psycopg
         from langgraph.checkpoint.postgres import PostgresSaver

@@ -11,11 +11,12 @@ Routes (``user_id``: 1-64 of ``[A-Za-z0-9_-]``, see ``guard``):
 - ``GET /dialogue/{user_id}?memory=``: the conversation as a format v1 dialogue file.
 - ``GET /memories``: the served memories and limits; ``GET /``: the playground.
 
-Like the LangGraph guide's deployment, the lifespan opens one ``AsyncPostgresSaver`` per
-PostgreSQL URL the memories use and lends it to every user's thread (``thread_id`` from the
-user id), so conversations survive a restart. Memory work runs in the threadpool, one request
-per user at a time. Logs name users, routes, sizes and timings, never message text unless
-``log_messages``.
+The lifespan opens one bounded connection pool per PostgreSQL URL the memories use
+(``--postgres-pool``) and lends it to every user's thread and Store (``thread_id`` from the
+memory and the user id), so conversations survive a restart and users share the connections; a
+request that finds none free within ``--postgres-wait`` is refused 503 with ``Retry-After``.
+Memory work runs in the threadpool, one request per user at a time. Logs name users, routes,
+sizes and timings, never message text unless ``log_messages``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from memory_lab.memories.lg_backends import PoolBusy, lend_pool, open_pool
 from memory_lab.memories.registry import MemorySpec
 from memory_lab.redact import redact
 from memory_lab.runner import RunModels
@@ -42,7 +44,9 @@ from memory_lab.serve.guard import (
     Limits,
     RateLimiter,
     RequestError,
+    check_host,
     check_message,
+    check_text,
     check_user_id,
 )
 
@@ -83,18 +87,10 @@ async def _lifespan(app: FastAPI):
     settings: ServeSettings = app.state.settings
     specs = [served_spec(s) for s in settings.memories]
     async with AsyncExitStack() as stack:
-        urls = postgres_urls(specs, dict(settings.models.resources))
-        if urls:
-            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-
-            from memory_lab.memories.lg_backends import checkpoint_serializer, lend_checkpointer
-
-            for url in urls:
-                saver = await stack.enter_async_context(
-                    AsyncPostgresSaver.from_conn_string(url, serde=checkpoint_serializer())
-                )
-                await saver.setup()
-                stack.enter_context(lend_checkpointer(url, saver))
+        limits = settings.limits
+        for url in postgres_urls(specs, dict(settings.models.resources)):
+            pool = stack.enter_context(open_pool(url, limits.postgres_pool, limits.postgres_wait))
+            stack.enter_context(lend_pool(url, pool))
         chats = Chats(specs, settings.models, settings.limits.max_users)
         app.state.chats = chats
         try:
@@ -163,6 +159,23 @@ class BodyLimit:
         return f"the request body is over {self.limit} bytes (see --max-message-chars)"
 
 
+class HostCheck:
+    """Refuse (421) an HTTP request whose Host header is not the loopback (``check_host``)."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            host = dict(scope.get("headers") or []).get(b"host")
+            try:
+                check_host(host.decode("latin-1") if host is not None else None)
+            except RequestError as exc:
+                await _error(exc.status, exc.message)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def create_app(settings: ServeSettings) -> FastAPI:
     """The app serving ``settings``; memories are made per user on first use."""
     app = FastAPI(title="memory-lab serve", lifespan=_lifespan, docs_url=None, redoc_url=None)
@@ -170,6 +183,7 @@ def create_app(settings: ServeSettings) -> FastAPI:
     _add_error_handlers(app)
     _add_access_log(app)
     app.add_middleware(BodyLimit, limit=settings.limits.max_body_bytes)
+    app.add_middleware(HostCheck)  # added last: the outermost, before a body is read
     _add_routes(app, settings)
     return app
 
@@ -213,6 +227,9 @@ def _work(settings: ServeSettings, method: str, path: str, fn: Any, *args: Any) 
         return fn(*args)
     except RequestError:
         raise
+    except PoolBusy as exc:  # no PostgreSQL connection came free in time: the client retries
+        log.warning("%s %s: %s", method, path, exc)
+        raise RequestError(503, str(exc), {"Retry-After": "1"}) from None
     except Exception as exc:  # noqa: BLE001 - answered as JSON, logged without text
         log.error("%s %s failed: %s", method, path, type(exc).__name__)
         text = redact(str(exc).strip().splitlines()[0]) if str(exc).strip() else ""
@@ -248,10 +265,12 @@ def _add_routes(app: FastAPI, settings: ServeSettings) -> None:
     def work(method: str, path: str, fn: Any, *args: Any) -> Any:
         return _work(settings, method, path, fn, *args)
 
-    def admit(user_id: str) -> str:
+    def admit(user_id: str, memory: str | None) -> None:
+        """The user id and the memory label a request names are valid; the user within --rate."""
         check_user_id(user_id)
+        if memory is not None:
+            check_text(memory, "memory")
         rate.check(user_id)
-        return user_id
 
     @app.get("/", response_class=HTMLResponse)
     def playground() -> HTMLResponse:
@@ -271,7 +290,7 @@ def _add_routes(app: FastAPI, settings: ServeSettings) -> None:
 
     @app.post("/chat/{user_id}")
     def chat(user_id: str, body: ChatRequest) -> dict:
-        admit(user_id)
+        admit(user_id, body.memory)
         message = check_message(body.message, limits)
         turns = work("POST", "/chat", chats().chat, user_id, message, body.memory)
         _log_turns(settings, user_id, message, turns)
@@ -279,7 +298,7 @@ def _add_routes(app: FastAPI, settings: ServeSettings) -> None:
 
     @app.get("/memory/{user_id}")
     def memory(user_id: str, memory: str | None = None, query: str | None = None) -> dict:
-        admit(user_id)
+        admit(user_id, memory)
         if query:
             check_message(query, limits, "query")
         views = work("GET", "/memory", chats().view, user_id, memory, query)
@@ -287,14 +306,14 @@ def _add_routes(app: FastAPI, settings: ServeSettings) -> None:
 
     @app.delete("/memory/{user_id}")
     def forget(user_id: str, memory: str | None = None) -> dict:
-        admit(user_id)
+        admit(user_id, memory)
         labels = work("DELETE", "/memory", chats().delete, user_id, memory)
         log.info("forget user=%s memories=%s", user_id, ",".join(labels))
         return {"user_id": user_id, "forgotten": labels}
 
     @app.get("/dialogue/{user_id}")
     def dialogue(user_id: str, memory: str | None = None) -> Response:
-        admit(user_id)
+        admit(user_id, memory)
         text = work("GET", "/dialogue", chats().dialogue, user_id, memory)
         name = f"chat-{user_id}.yaml"
         return Response(

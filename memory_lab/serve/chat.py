@@ -3,15 +3,16 @@
 Each message is one exchange of a single session (``chat``), replayed through ``Cell`` in
 ``live`` mode: the memory gives its context, the answering model replies through the shared
 prompt, and the exchange (with that reply) is saved, all metered as in a benchmark run. A
-user's ``thread`` and ``store`` memories on PostgreSQL are named after the user
-(``serve-<memory>-<user>``) and
-kept there when the app stops (``keep=true`` unless the spec says otherwise), so on PostgreSQL a
-restarted server finds them again; ``forget`` deletes them there.
+user's ``thread`` and ``store`` memories on PostgreSQL are named after the memory and the user
+(``serve-<memory>-<hash>--<user>``, see ``cell_id``) and kept there when the app stops
+(``keep=true`` unless the spec says otherwise), so on PostgreSQL a restarted server finds them
+again; ``forget`` deletes them there.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import re
 import threading
@@ -50,9 +51,16 @@ def served_spec(spec: MemorySpec) -> MemorySpec:
 
 
 def cell_id(spec: MemorySpec, user_id: str) -> str:
-    """The user's cell id: fixed for memories on PostgreSQL, fresh for the others."""
+    """The user's cell id: fixed for memories on PostgreSQL, fresh for the others.
+
+    ``serve-<label>-<hash>--<user>``: the label made safe (single dashes, none at either end) and
+    8 hex digits of its SHA-256 (two labels made alike still differ), then ``--``, which the
+    label part never holds, so the first ``--`` ends it and no (memory, user) pair shares another
+    pair's thread or Store namespace, whatever dashes a user id holds.
+    """
     safe = re.sub(r"[^A-Za-z0-9]+", "-", spec.label).strip("-")
-    base = f"serve-{safe}-{user_id}"
+    digest = hashlib.sha256(spec.label.encode("utf-8")).hexdigest()[:8]
+    base = f"serve-{safe}-{digest}--{user_id}"
     return base if on_postgres(spec) else f"{base}-{uuid.uuid4().hex[:12]}"
 
 
@@ -91,8 +99,13 @@ class UserMemory:
         )
         with quiet_classic_deprecations():
             self.cell = Cell(spec, dialogue, models, cell_id=cell_id(spec, user_id))
-        self.transcript: list[tuple[str, str]] = []
-        self.last_message = ""
+        try:
+            # on PostgreSQL what was said before this process began is in the thread
+            self.transcript = stored_transcript(self.cell.memory) if on_postgres(spec) else []
+        except BaseException:
+            self.cell.close()
+            raise
+        self.last_message = self.transcript[-1][0] if self.transcript else ""
 
     def chat(self, message: str) -> dict[str, Any]:
         """Answer ``message`` with this memory's context, save the exchange; the turn's view."""
@@ -157,6 +170,33 @@ class UserMemory:
     def close(self) -> None:
         """Release the memory; what it keeps on a server stays (``keep``)."""
         self.cell.close()
+
+    def release(self) -> None:
+        """Release a memory made for one request: what it found on PostgreSQL stays there,
+        whatever ``keep`` says (it is the user's, saved by a memory held before)."""
+        held = _persisted(self.cell.memory)
+        if held is not None and on_postgres(self.spec):
+            held[0].keep = True
+        self.cell.close()
+
+
+def stored_transcript(memory: Any) -> list[tuple[str, str]]:
+    """(message, reply) pairs as the thread of a ``thread`` or ``store`` memory holds them: what a
+    restarted server knows of a conversation (a trim, filter or summarize policy keeps only the
+    newest messages); empty for other memories."""
+    from memory_lab.memories.lg_store import StoreMemory
+    from memory_lab.memories.lg_thread import ThreadMemory
+
+    thread = memory.thread if isinstance(memory, StoreMemory) else memory
+    if not isinstance(thread, ThreadMemory):
+        return []
+    pairs: list[tuple[str, str]] = []
+    for message in thread.state(SESSION).get("messages", []):
+        if message.type == "human":
+            pairs.append((str(message.content), ""))
+        elif message.type == "ai" and pairs and not pairs[-1][1]:
+            pairs[-1] = (pairs[-1][0], str(message.content))
+    return pairs
 
 
 def transcript_dialogue(user_id: str, memory: str, transcript: list[tuple[str, str]]) -> str:
@@ -241,6 +281,24 @@ class Chats:
                         self._users.pop(user_id, None)
             yield memories
 
+    @contextmanager
+    def existing(self, user_id: str, labels: list[str]) -> Iterator[dict[str, UserMemory]]:
+        """The user's memories for a request that saves nothing (a read, a forget): those held,
+        or for a user not held, memories made for this request alone and released after, so it
+        takes no --max-users slot (on PostgreSQL they find what the server keeps)."""
+        with self.user(user_id, create=False) as held:
+            if held:
+                yield held
+                return
+            made: dict[str, UserMemory] = {}
+            try:
+                for label in labels:
+                    made[label] = UserMemory(self.specs[label], user_id, self.models)
+                yield made
+            finally:
+                for fresh in made.values():
+                    fresh.release()
+
     def chat(self, user_id: str, message: str, memory: str | None = None) -> list[dict]:
         labels = self.chosen(memory)
         with self.user(user_id) as memories:
@@ -248,25 +306,24 @@ class Chats:
 
     def view(self, user_id: str, memory: str | None = None, query: str | None = None) -> list:
         labels = self.chosen(memory)
-        with self.user(user_id) as memories:
+        with self.existing(user_id, labels) as memories:
             return [memories[label].state(query) for label in labels]
 
     def delete(self, user_id: str, memory: str | None = None) -> list[str]:
         """Forget the user's memories (all, or one): on their servers too. The labels forgotten."""
         labels = self.chosen(memory)
-        with self.user(user_id) as memories:
+        with self.existing(user_id, labels) as memories:
             for label in labels:
                 memories.pop(label).forget()
-            if not memories:
+            if not memories:  # a user not held is not in ``_users``: a no-op then
                 with self._lock:
                     self._users.pop(user_id, None)
         return labels  # a later request makes the user's memories afresh
 
     def dialogue(self, user_id: str, memory: str | None = None) -> str:
         label = self.chosen(memory)[0]
-        with self.user(user_id, create=False) as memories:
-            held = memories.get(label)
-            return transcript_dialogue(user_id, label, held.transcript if held else [])
+        with self.existing(user_id, [label]) as memories:
+            return transcript_dialogue(user_id, label, memories[label].transcript)
 
     def close(self) -> None:
         """Release every memory (state kept on servers stays there)."""

@@ -73,6 +73,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--max-users", type=int, default=1000, metavar="N", help="users held at once (default 1000)"
     )
     serve.add_argument(
+        "--postgres-pool",
+        type=int,
+        default=10,
+        metavar="N",
+        help="connections to each PostgreSQL server, shared by every user (default 10)",
+    )
+    serve.add_argument(
+        "--postgres-wait",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long a request waits for a free PostgreSQL connection before a 503 (default 5)",
+    )
+    serve.add_argument(
         "--log-messages",
         action="store_true",
         help="also log message and reply texts (by default logs hold no text users typed)",
@@ -100,7 +114,11 @@ def settings_from(args: argparse.Namespace) -> object:
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be between 0 and 65535, got {args.port}")
     limits = Limits(
-        max_message_chars=args.max_message_chars, rate=args.rate, max_users=args.max_users
+        max_message_chars=args.max_message_chars,
+        rate=args.rate,
+        max_users=args.max_users,
+        postgres_pool=args.postgres_pool,
+        postgres_wait=args.postgres_wait,
     )
     config = RunConfig(
         llm=args.llm,

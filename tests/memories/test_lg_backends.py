@@ -6,6 +6,7 @@ PostgreSQL; ``pgvector_url``: pgserver's build with the vector extension), no mo
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import psycopg
@@ -13,7 +14,7 @@ import pytest
 
 from memory_lab import parse_memory_spec
 from memory_lab.cli import main
-from memory_lab.memories.lg_backends import checkpoint_serializer
+from memory_lab.memories.lg_backends import checkpoint_serializer, lend_pool, open_pool
 from memory_lab.memories.protocol import Query
 from memory_lab.memories.registry import build_memory, preflight_memories
 from memory_lab.runner import Cell, exchanges
@@ -82,23 +83,30 @@ def crowd_the_store(url: str, embeddings) -> int:
     return len(texts)
 
 
+@pytest.mark.parametrize("pooled", [False, True], ids=["own-connection", "server-pool"])
 def test_the_stores_semantic_search_on_postgres_ranks_as_in_memory(
-    mini_dialogue, run_models, pgvector_url
+    mini_dialogue, run_models, pgvector_url, pooled
 ):
     """Exact search with the query embedded as a query: Postgres finds what memory finds, even
-    beside another user's vectors under an HNSW index (which alone would return fewer hits)."""
+    beside another user's vectors under an HNSW index (which alone would return fewer hits);
+    also through a server's pool of one connection (``memory-lab serve``), where the search
+    holds a pooled connection with index scans off."""
     models = dataclasses.replace(run_models, resources={"postgres": pgvector_url})
     spec = parse_memory_spec("store:backend=postgres")
     preflight_memories([spec], {"postgres": pgvector_url})  # creates the vector tables once
     crowd = crowd_the_store(pgvector_url, models.memory_embeddings(lambda n: None))
     questions = ("What is my cat called?", "Where do I live now?")
     recalls = []
-    for memory in (spec, parse_memory_spec("store")):
-        cell = Cell(memory, mini_dialogue, models)
-        for ex in exchanges(mini_dialogue):
-            cell.memory.observe(ex)
-        recalls.append([cell.memory.recall(Query(q, "s2")) for q in questions])
-        cell.close()
+    with contextlib.ExitStack() as stack:
+        if pooled:
+            pool = stack.enter_context(open_pool(pgvector_url, size=1, wait=5.0))
+            stack.enter_context(lend_pool(pgvector_url, pool))
+        for memory in (spec, parse_memory_spec("store")):
+            cell = Cell(memory, mini_dialogue, models)
+            for ex in exchanges(mini_dialogue):
+                cell.memory.observe(ex)
+            recalls.append([cell.memory.recall(Query(q, "s2")) for q in questions])
+            cell.close()
     facts = [i.text for i in recalls[0][0].items if i.kind == "fact"]
     assert len(facts) == 4  # k hits, none lost to the crowd
     assert facts[0] == "- [2026-03-02] My cat is called Mochi and she hates the vacuum cleaner."

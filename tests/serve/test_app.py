@@ -12,9 +12,11 @@ import psycopg
 import pytest
 import yaml
 
+from memory_lab.benchmark import resolve_memories
 from memory_lab.config import RunConfig
 from memory_lab.dialogue import parse_documents
 from memory_lab.runner import RunModels
+from memory_lab.serve.chat import cell_id
 from memory_lab.serve.guard import Limits
 
 from ..models.openai_mock import CHAT_USAGE, OpenAIMock
@@ -125,12 +127,19 @@ def test_bad_inputs_are_json_errors(serve):
 
 def test_max_users(serve):
     with serve(["buffer"], limits=Limits(max_users=2)) as url, client(url) as http:
-        assert http.get("/memory/u1").status_code == 200
-        assert http.get("/memory/u2").status_code == 200
-        full = http.get("/memory/u3")
+        # reads of users the server does not hold take no slot
+        for user in ("r1", "r2", "r3"):
+            assert http.get(f"/memory/{user}").status_code == 200
+            assert http.get(f"/dialogue/{user}").status_code == 404
+        said = {"message": "hello"}
+        assert http.post("/chat/u1", json=said).status_code == 200
+        assert http.post("/chat/u2", json=said).status_code == 200
+        full = http.post("/chat/u3", json=said)
         assert full.status_code == 503 and "--max-users" in full.json()["error"]
+        assert http.delete("/memory/r1").status_code == 200  # nor do forgets
+        assert http.get("/memory/u3").status_code == 200  # a read still answers
         assert http.delete("/memory/u1").status_code == 200
-        assert http.get("/memory/u3").status_code == 200
+        assert http.post("/chat/u3", json=said).status_code == 200
 
 
 def test_logs_hold_no_message_text_unless_asked(serve, caplog):
@@ -178,7 +187,7 @@ def thread_rows(url: str, thread_id: str) -> int:
 def test_postgres_state_survives_a_restart_until_deleted(serve, postgres_url):
     user = f"pg-{uuid.uuid4().hex[:8]}"
     pg = {"postgres": postgres_url}
-    thread_id = f"serve-thread-saver-postgres-{user}"
+    thread_id = cell_id(resolve_memories(PG_MEMORIES[:1])[0], user)
     with serve(PG_MEMORIES, resources=pg) as url, client(url) as http:
         for message in ("My sister is called Ingrid.", "I keep bees on the roof."):
             assert http.post(f"/chat/{user}", json={"message": message}).status_code == 200
@@ -248,6 +257,10 @@ def test_cli_refuses_bad_options_in_one_line(capsys):
     assert "--port must be between 0 and 65535" in capsys.readouterr().err
     assert main(["serve", "--rate", "0"]) == 2
     assert "--rate must be at least 1" in capsys.readouterr().err
+    assert main(["serve", "--postgres-pool", "0"]) == 2
+    assert "--postgres-pool must be at least 1" in capsys.readouterr().err
+    assert main(["serve", "--postgres-wait", "0"]) == 2
+    assert "--postgres-wait must be a positive number" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("spec", ["thread:saver=postgres"])
@@ -259,3 +272,204 @@ def test_cli_names_an_unreachable_postgres(spec, capsys, monkeypatch):
     assert main(["serve", "--memory", spec, "--resource", f"postgres={url}"]) == 2
     err = capsys.readouterr().err
     assert "cannot reach PostgreSQL at 127.0.0.1:1/none" in err and "hunter2" not in err
+
+
+def test_lone_surrogates_are_refused_before_anything_is_saved(serve):
+    headers = {"content-type": "application/json"}
+    with serve(["buffer"]) as url, client(url) as http:
+        for raw in (
+            rb'{"message": "hi \ud800 there"}',  # a lone high surrogate, JSON-escaped
+            rb'{"message": "hi \udc00"}',  # a lone low one
+            rb'{"message": "hi", "memory": "buffer\ud800"}',  # every text field is checked
+        ):
+            refused = http.post("/chat/ines", content=raw, headers=headers)
+            assert refused.status_code == 422, refused.text
+            assert refused.headers["content-type"] == "application/json"
+            assert "not well-formed" in refused.json()["error"]
+        # nothing was saved: the user's memory, transcript and later chats are as new
+        assert by_memory(http.get("/memory/ines").json())["buffer"]["snapshot"]["messages"] == 0
+        assert http.get("/dialogue/ines").status_code == 404
+        # a well-formed pair (an emoji, escaped) is one character and passes
+        pair = http.post("/chat/ines", content=rb'{"message": "hi \ud83d\ude00"}', headers=headers)
+        assert pair.status_code == 200, pair.text
+        assert "hi \U0001f600" in by_memory(pair.json())["buffer"]["state"]["context"]
+        assert http.get("/dialogue/ines").status_code == 200
+
+
+def test_requests_for_another_host_are_refused(serve):
+    """A page on another site whose name resolves to 127.0.0.1 (DNS rebinding) sends its own
+    name in Host: refused, whatever the route."""
+    with serve(["buffer"]) as url, client(url) as http:
+        port = url.rsplit(":", 1)[1]
+        for host in ("evil.example", f"evil.example:{port}", "localhost.evil.example",
+                     "127.0.0.1.nip.io", f"127.0.0.1:{port}@evil.example", ""):  # fmt: skip
+            for method, path in (("GET", "/"), ("GET", "/memory/mona"), ("POST", "/chat/mona")):
+                refused = http.request(method, path, headers={"Host": host}, json={"message": "hi"})
+                assert refused.status_code == 421, (host, path, refused.text)
+                assert refused.headers["content-type"] == "application/json"
+                assert "127.0.0.1, localhost or [::1]" in refused.json()["error"]
+        for host in ("127.0.0.1", f"127.0.0.1:{port}", "localhost", f"LocalHost:{port}",
+                     "[::1]", f"[::1]:{port}"):  # fmt: skip
+            assert http.get("/memories", headers={"Host": host}).status_code == 200, host
+        # the refused requests reached no memory
+        assert by_memory(http.get("/memory/mona").json())["buffer"]["snapshot"]["messages"] == 0
+
+
+def test_a_message_within_max_chars_is_never_refused_for_its_body_size(serve):
+    """JSON may escape each astral character as two \\uXXXX escapes: 12 bytes for a character."""
+    headers = {"content-type": "application/json"}
+    with serve(["buffer"]) as url, client(url) as http:  # --max-message-chars 4000
+        for n in (2400, 4000):
+            raw = json.dumps({"message": "\U0001f600" * n, "memory": "buffer"}).encode()
+            assert len(raw) > 12 * n  # escaped: ensure_ascii
+            said = http.post("/chat/nina", content=raw, headers=headers)
+            assert said.status_code == 200, said.text
+            chunks = iter([raw[:100], raw[100:]])  # chunked: counted as it streams
+            assert http.post("/chat/nina", content=chunks, headers=headers).status_code == 200
+        raw = json.dumps({"message": "\U0001f600" * 4001}).encode()
+        over = http.post("/chat/nina", content=raw, headers=headers)
+        assert over.status_code == 413 and "4001 characters" in over.json()["error"]
+
+
+def test_users_of_different_memories_never_share_a_thread(serve, postgres_url):
+    """User ``summarizer-node-bob`` of one memory and ``bob`` of a memory whose label ends
+    ``summarizer=node`` once had the same thread id (the Store's ``thread-per-session-bob`` and
+    ``bob`` the same namespace too): one saw the other's messages, deleting one wiped the other."""
+    bob = f"bob{uuid.uuid4().hex[:6]}"
+    pairs = [  # (memory, user) that once shared their state on PostgreSQL
+        (("thread:saver=postgres", f"summarizer-node-{bob}"),
+         ("thread:saver=postgres,summarizer=node", bob)),
+        (("store:backend=postgres,search=recent", f"thread-per-session-{bob}"),
+         ("store:backend=postgres,search=recent,thread_per=session", bob)),
+    ]  # fmt: skip
+    specs = [spec for pair in pairs for spec, _ in pair]
+    with serve(specs, resources={"postgres": postgres_url}) as url, client(url) as http:
+        for (first, first_user), (second, second_user) in pairs:
+            said = {"message": "My locker code is 8841.", "memory": first}
+            assert http.post(f"/chat/{first_user}", json=said).status_code == 200
+            other = http.get(f"/memory/{second_user}", params={"memory": second}).json()
+            held = other["memories"][0]
+            assert "8841" not in held["context"], (second, held["context"])
+            assert held["snapshot"].get("facts", {}) == {}
+            gone = http.delete(f"/memory/{second_user}", params={"memory": second})
+            assert gone.status_code == 200
+            mine = http.get(f"/memory/{first_user}", params={"memory": first}).json()
+            assert "8841" in mine["memories"][0]["context"], first  # not wiped by the other
+            gone = http.delete(f"/memory/{first_user}", params={"memory": first})
+            assert gone.status_code == 200
+
+
+def test_dialogue_after_a_restart_comes_from_the_thread(serve, postgres_url):
+    """A restarted server has no transcript of its own: the dialogue is what the memory's thread
+    on PostgreSQL holds, and new messages follow it."""
+    user = f"pg-{uuid.uuid4().hex[:8]}"
+    pg = {"postgres": postgres_url}
+    said = ["My sister is called Ingrid.", "I keep bees on the roof."]
+    with serve(PG_MEMORIES, resources=pg) as url, client(url) as http:
+        for message in said:
+            assert http.post(f"/chat/{user}", json={"message": message}).status_code == 200
+
+    def users_turns(http, label: str) -> tuple[list[str], int]:
+        saved = http.get(f"/dialogue/{user}", params={"memory": label})
+        assert saved.status_code == 200, saved.text
+        dialogues, problems = parse_documents(list(yaml.safe_load_all(saved.text)), "saved.yaml")
+        assert not problems
+        turns = dialogues[0].turns
+        return [t.text for t in turns if t.role == "user"], len(turns)
+
+    with serve(PG_MEMORIES, resources=pg) as url, client(url) as http:  # a new server
+        for label in PG_MEMORIES:
+            assert users_turns(http, label) == (said, 4)  # the replies too
+        assert http.post(f"/chat/{user}", json={"message": "Who is Ingrid?"}).status_code == 200
+        for label in PG_MEMORIES:
+            assert users_turns(http, label) == ([*said, "Who is Ingrid?"], 6)
+        query = http.get(f"/memory/{user}").json()  # the last message, as before the restart
+        assert [m["query"] for m in query["memories"]] == ["Who is Ingrid?"] * 2
+        assert http.delete(f"/memory/{user}").status_code == 200
+        assert http.get(f"/dialogue/{user}").status_code == 404
+
+
+@pytest.fixture
+def limited_postgres(postgres_url):
+    """``limited_postgres(n)``: the URL of a fresh database whose role may hold ``n``
+    connections at once (the server refuses more, as one at max_connections does)."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    made: list[tuple[str, str]] = []
+
+    def make(connections: int) -> str:
+        name = f"pool_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE {name} LOGIN CONNECTION LIMIT {connections}")
+            conn.execute(f"CREATE DATABASE {name} OWNER {name}")
+        made.append((name, name))
+        parts = {**conninfo_to_dict(postgres_url), "user": name, "dbname": name}
+        return make_conninfo(**parts)
+
+    yield make
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        for name, _ in made:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            conn.execute(f"DROP ROLE IF EXISTS {name}")
+
+
+def test_more_users_than_postgres_connections(serve, limited_postgres):
+    """Users share the server's pool: more users than the database allows connections."""
+    pg = {"postgres": limited_postgres(6)}
+    users = [f"many{n}" for n in range(16)]
+    with serve(PG_MEMORIES, resources=pg) as url, client(url) as http:
+        for user in users:
+            said = http.post(f"/chat/{user}", json={"message": f"My code word is cw{user}x."})
+            assert said.status_code == 200, (user, said.text)
+        for user in users:
+            for view in http.get(f"/memory/{user}").json()["memories"]:
+                assert f"cw{user}x" in view["context"]
+    # at once, with a pool smaller than the database allows: requests queue for a connection
+    limits = Limits(postgres_pool=3)
+    with serve(PG_MEMORIES, resources=pg, limits=limits) as url, client(url) as http:
+
+        def talk(user: str) -> int:
+            return http.post(f"/chat/{user}", json={"message": "And I like figs."}).status_code
+
+        with ThreadPoolExecutor(8) as pool:
+            assert list(pool.map(talk, users)) == [200] * len(users)
+
+
+def test_a_busy_postgres_pool_is_a_clean_503(serve, limited_postgres):
+    """One request holds the pool's only connection (blocked on a table lock another session
+    holds): another user's request waits --postgres-wait, then gets 503 with Retry-After."""
+    import threading
+
+    pg_url = limited_postgres(5)
+    limits = Limits(postgres_pool=1, postgres_wait=0.5)
+    spec = ["thread:saver=postgres"]
+    with serve(spec, resources={"postgres": pg_url}, limits=limits) as url, client(url) as http:
+        blocked: dict[str, httpx.Response] = {}
+        with psycopg.connect(pg_url) as locker:
+            locker.execute("LOCK TABLE checkpoints IN ACCESS EXCLUSIVE MODE")  # a transaction
+            first = threading.Thread(
+                target=lambda: blocked.setdefault(
+                    "r", http.post("/chat/olga", json={"message": "I am first."})
+                )
+            )
+            first.start()
+            waiting = 0
+            for _ in range(400):  # until olga's request waits on the lock
+                row = locker.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND datname = current_database()"
+                ).fetchone()
+                if (waiting := row[0]) > 0:
+                    break
+                first.join(0.05)
+            assert waiting == 1
+            busy = http.post("/chat/pavel", json={"message": "Me too."})
+            assert busy.status_code == 503, busy.text
+            assert busy.headers["content-type"] == "application/json"
+            assert busy.headers["retry-after"] == "1"
+            assert "pool of 1 connection" in busy.json()["error"]
+            assert "busy" in busy.json()["error"]
+            locker.commit()  # the lock goes; olga's request finishes
+            first.join(60)
+        assert blocked["r"].status_code == 200, blocked["r"].text
+        assert http.post("/chat/pavel", json={"message": "Me too."}).status_code == 200
