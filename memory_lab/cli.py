@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import signal
 import sys
@@ -558,5 +559,19 @@ def _one_line(exc: BaseException) -> str:
     return text if "\n" not in text or isinstance(exc, ValueError) else text.splitlines()[0]
 
 
+def command() -> None:
+    """The ``memory-lab`` command: ``main``, then exit with its code. An interrupted run (130)
+    has written its records and run.json when ``main`` returns, so it exits at once: without
+    waiting for threads a library started (Python joins a ``concurrent.futures`` pool's task at
+    exit; a cell may be in one) and without the interpreter's teardown under threads still in
+    native code (which can abort)."""
+    code = main()
+    if code == 130:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    command()
