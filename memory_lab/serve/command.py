@@ -99,6 +99,7 @@ def settings_from(args: argparse.Namespace) -> object:
 
     from memory_lab.benchmark import resolve_memories
     from memory_lab.config import ClientSettings, RunConfig, named_values
+    from memory_lab.executors import prepare_stack
     from memory_lab.memories.registry import preflight_memories
     from memory_lab.models.providers import check_provider, use_client_settings
     from memory_lab.runner import RunModels
@@ -137,6 +138,7 @@ def settings_from(args: argparse.Namespace) -> object:
     resources = named_values(args.resource, "--resource")
     preflight_memories(specs, resources)  # an unreachable server fails here, in one line
     models = RunModels.create(config, resources=resources)
+    prepare_stack(models, specs)  # requests run in threads: their imports happen here, once
     return ServeSettings(specs, models, limits, log_messages=args.log_messages)
 
 
