@@ -71,6 +71,7 @@ from memory_lab.run_spec import (
     Pricing,
     RoleModel,
     RunSpec,
+    run_info_text,
 )
 from memory_lab.runner import RunModels, exchanges
 from memory_lab.sources import BUILTIN_PREFIX
@@ -124,8 +125,10 @@ def resolve_memories(specs: list[str]) -> list[MemorySpec]:
 
 
 def judge_info(config: RunConfig, base_url: str | None) -> dict[str, Any] | None:
-    """run.json's ``judge``: model, parameters, temperature, runs and every grading prompt
-    (file, SHA-256, version, placeholders, text); JudgePromptError for an unusable file."""
+    """run.json's ``judge``: model, parameters, temperature, runs and every grading prompt by
+    file, SHA-256, version and placeholders (not its text: workers and a resume read the file
+    again, and a resume refuses one whose SHA-256 changed); JudgePromptError for an unusable
+    file. run.json written before this kept each prompt's ``text`` too, and still loads."""
     from memory_lab.judge import judge_templates, resolve_judge
 
     if config.judge is None:
@@ -146,7 +149,6 @@ def judge_info(config: RunConfig, base_url: str | None) -> dict[str, Any] | None
                 "sha256": t.sha256,
                 "version": t.version,
                 "placeholders": list(t.placeholders),
-                "text": t.text,
             }
             for t in templates
         ],
@@ -354,7 +356,9 @@ def prepare_run(
         dialogue_set=tuple(dialogues),
     )
     # as written (redacted): --resume refuses a run.json edited since
-    return spec.replace(config_sha256=config_checksums(redact_value(spec.to_json())))
+    spec = spec.replace(config_sha256=config_checksums(redact_value(spec.to_json())))
+    run_info_text(spec.to_json(), str(Path(out) / RUN_FILE))  # no NaN or infinity: fail now
+    return spec
 
 
 def model_record(effective: RunConfig, roles: list[str]) -> ModelRecord:

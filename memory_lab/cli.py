@@ -368,7 +368,8 @@ def _add_replay_options(run: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULTS.request_timeout,
         metavar="SECONDS",
-        help="a provider request that takes longer fails (then is retried); default 60",
+        help="a provider request that takes longer fails (then is retried); a positive, "
+        "finite number; default 60",
     )
     run.add_argument("--resume", type=Path, metavar="DIR", help="continue an interrupted run")
 
@@ -384,22 +385,24 @@ def _add_judge_options(run: argparse.ArgumentParser) -> None:
         nargs="+",
         default=[],
         metavar="FILE",
-        help="grading prompt file(s) with {question} {reply} and optionally {answers} "
-        "{abstention}; 'builtin' names ours (the default); repeat or list to compare prompts",
+        help="grading prompt file(s) of at most 64 KiB with {question} {reply} and optionally "
+        "{answers} {abstention}; 'builtin' names ours (the default); repeat or list to compare "
+        "prompts",
     )
     run.add_argument(
         "--judge-runs",
         type=int,
         default=DEFAULTS.judge_runs,
         metavar="N",
-        help="grade every probe N times per prompt; J is reported as mean ± sd (default 1)",
+        help="grade every probe N times per prompt, 1 to 100; J is reported as mean ± sd "
+        "(default 1)",
     )
     run.add_argument(
         "--judge-temperature",
         type=float,
         default=DEFAULTS.judge_temperature,
         metavar="T",
-        help="sampling temperature of a provider judge (default 0)",
+        help="sampling temperature of a provider judge, 0 to 2 (default 0)",
     )
 
 

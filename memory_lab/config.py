@@ -11,6 +11,7 @@ passed as a value from there.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,8 @@ MODES = ("replay", "live")
 EXECUTORS = ("local", "ray")
 ADVERSARIAL = ("apart", "include")
 ANSWER_STYLES = ("conversation", "short")  # the answering prompts of memory_lab/prompt.py
+MAX_JUDGE_RUNS = 100  # --judge-runs: each is a call per probe and grading prompt
+MAX_JUDGE_TEMPERATURE = 2.0  # the highest sampling temperature providers take
 
 
 class ConfigError(ValueError):
@@ -105,8 +108,11 @@ class RunConfig:
             raise ConfigError("--ray-address needs --executor ray")
         if self.mode not in MODES:
             raise ConfigError(f"--mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        if not self.request_timeout > 0:
-            raise ConfigError("--request-timeout must be a positive number of seconds")
+        if not (_is_number(self.request_timeout) and 0 < self.request_timeout < math.inf):
+            raise ConfigError(
+                "--request-timeout must be a positive number of seconds (finite), "
+                f"got {self.request_timeout!r}"
+            )
         if self.adversarial not in ADVERSARIAL:
             raise ConfigError(
                 f"--adversarial must be one of {', '.join(ADVERSARIAL)}, got {self.adversarial!r}"
@@ -114,10 +120,17 @@ class RunConfig:
         if self.context_limit is not None and self.context_limit < 1:
             raise ConfigError("--context-limit must be a positive number of tokens")
         object.__setattr__(self, "judge_prompts", tuple(self.judge_prompts))
-        if self.judge_runs < 1:
-            raise ConfigError("--judge-runs must be at least 1")
-        if not self.judge_temperature >= 0:
-            raise ConfigError("--judge-temperature must be 0 or more")
+        if not (_is_whole(self.judge_runs) and 1 <= self.judge_runs <= MAX_JUDGE_RUNS):
+            raise ConfigError(
+                f"--judge-runs must be a whole number from 1 to {MAX_JUDGE_RUNS}, "
+                f"got {self.judge_runs!r}"
+            )
+        temperature = self.judge_temperature
+        if not (_is_number(temperature) and 0 <= temperature <= MAX_JUDGE_TEMPERATURE):
+            raise ConfigError(
+                f"--judge-temperature must be a number from 0 to {MAX_JUDGE_TEMPERATURE:g}, "
+                f"got {temperature!r}"
+            )
         if self.judge is None:
             for option, given in (
                 ("--judge-prompt", bool(self.judge_prompts)),
@@ -187,6 +200,15 @@ class RunConfig:
             return cls(**data)
         except TypeError as exc:
             raise ConfigError(f"{where}: config: {exc}") from None
+
+
+def _is_whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    """An int or float (NaN and infinities included: the caller's range refuses them)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def named_values(items: list[str], option: str) -> dict[str, str]:

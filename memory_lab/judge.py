@@ -4,7 +4,8 @@ The built-in grading prompt is published in the package (``memory_lab/data/judge
 it shows the judge the question, the accepted answers and the reply, and asks for one word,
 CORRECT or WRONG. ``JUDGE_PROMPT_VERSION`` identifies the prompt text in a run's records.
 
-A user's own grading prompt (``--judge-prompt FILE``) is a UTF-8 text file with Python format
+A user's own grading prompt (``--judge-prompt FILE``) is a UTF-8 text file of at most 64 KiB
+(``MAX_PROMPT_BYTES``; no more is ever read, whatever the file) with Python format
 placeholders: ``{question}`` and ``{reply}`` (required), ``{answers}`` (the accepted answers, one
 per line as ``- answer``, ``(none)`` when there are none) and ``{abstention}`` (``yes`` for a
 probe whose answer was never given, else ``no``). Literal braces are written ``{{`` and ``}}``.
@@ -32,6 +33,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.prompts import PromptTemplate
 
+from memory_lab.limits import InputError, ReadBudget
 from memory_lab.models.offline_base import OfflineChatModel
 from memory_lab.models.tokens import count_tokens
 from memory_lab.normalize import find_any
@@ -45,6 +47,7 @@ JUDGE_PROMPT = PromptTemplate.from_template(JUDGE_PROMPT_TEXT)
 JUDGE_PROMPT_VERSION = hashlib.sha256(JUDGE_PROMPT_TEXT.encode("utf-8")).hexdigest()[:12]
 
 PLACEHOLDERS = ("abstention", "question", "answers", "reply")
+MAX_PROMPT_BYTES = 64 * 1024  # a grading prompt file (--judge-prompt) is at most 64 KiB
 REQUIRED_PLACEHOLDERS = ("question", "reply")
 NO_ANSWERS = "(none)"
 _WORD = re.compile(r"[A-Za-z]+")
@@ -152,14 +155,15 @@ def load_judge_template(source: str, label: str = "p1") -> JudgeTemplate:
     if source == BUILTIN:
         return JudgeTemplate(label, BUILTIN, JUDGE_PROMPT_TEXT)
     where = f"--judge-prompt {source}"
-    try:
-        data = Path(source).read_bytes()
-    except FileNotFoundError:
-        raise JudgePromptError(f"{where}: no such file") from None
-    except IsADirectoryError:
-        raise JudgePromptError(f"{where}: is a folder, not a prompt file") from None
-    except OSError as exc:
-        raise JudgePromptError(f"{where}: cannot be read ({exc.strerror or exc})") from None
+    path = Path(source)
+    if path.is_dir():
+        raise JudgePromptError(f"{where}: is a folder, not a prompt file")
+    if not path.exists():
+        raise JudgePromptError(f"{where}: no such file")
+    try:  # never more than the limit and one byte read, whatever the file (/dev/zero too)
+        data = ReadBudget(MAX_PROMPT_BYTES, "a grading prompt is far shorter").read_file(path)
+    except InputError as exc:
+        raise JudgePromptError(f"{where}: {exc}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 from memory_lab.accounting import Price, price_dict
 from memory_lab.config import ClientSettings, ConfigError, RunConfig
 from memory_lab.dialogue import Dialogue
+from memory_lab.limits import bounds_problem
 from memory_lab.memories.registry import MemorySpec, spec_from_json
 from memory_lab.model_spec import OFFLINE, ModelSpec, is_offline
 from memory_lab.redact import has_redacted_credentials, redact, redact_value
@@ -46,13 +47,26 @@ _UNWRITTEN = {"written": False}
 RUN_FILE = "run.json"
 
 
+def run_info_text(info: dict[str, Any], where: str = RUN_FILE) -> str:
+    """``run.json``'s text for ``info``, redacted: no password, key or token of the run is
+    written (``redact.py``). Strict JSON: a NaN or infinite number (which JSON has not) is a
+    RunSpecError naming ``where`` and the field."""
+    value = redact_value(info)
+    try:
+        return json.dumps(
+            value, indent=2, ensure_ascii=False, sort_keys=True, default=str, allow_nan=False
+        )
+    except ValueError as exc:
+        raise RunSpecError(f"{where}: {bounds_problem(value) or exc}") from None
+
+
 def write_run_info(folder: Path, info: dict[str, Any]) -> None:
-    """Write ``run.json`` atomically (a reader never sees half a file), redacted: no password,
-    key or token of the run is written (``redact.py``)."""
-    tmp = folder / (RUN_FILE + ".tmp")
-    text = json.dumps(redact_value(info), indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    """Write ``run.json`` atomically (a reader never sees half a file) as ``run_info_text``."""
+    run_file = Path(folder) / RUN_FILE
+    text = run_info_text(info, str(run_file))
+    tmp = run_file.with_name(RUN_FILE + ".tmp")
     tmp.write_text(text, "utf-8")
-    tmp.replace(folder / RUN_FILE)
+    tmp.replace(run_file)
 
 
 class RunSpecError(ConfigError):

@@ -152,3 +152,35 @@ def test_resume_of_a_broken_run_json_names_the_file(tmp_path, capsys, text, mess
     assert main(["run", "--resume", str(tmp_path), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert str(tmp_path / "run.json") in err and message in err and "Traceback" not in err
+
+
+def test_an_infinite_request_timeout_is_one_line(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["run", "--memory", "buffer", "--request-timeout", "inf", "--out", str(out)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "--request-timeout must be a positive number of seconds" in err and "inf" in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_run_json_is_never_written_with_nan_or_infinity(tmp_path, capsys):
+    import json
+
+    from memory_lab.run_spec import RunSpecError, write_run_info
+
+    prices = tmp_path / "prices.json"
+    prices.write_text(
+        '{"models": {"gpt-4o-mini": {"input_per_mtok": Infinity}, '
+        '"text-embedding-3-small": {"input_per_mtok": 0.02}}}'
+    )
+    out = tmp_path / "run"
+    argv = ["run", "--memory", "buffer", "--dialogues", str(FIXTURES / "dialogues")]
+    assert main([*argv, "--prices", str(prices), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert str(out / "run.json") in err and "pricing.llm.input_per_mtok is inf" in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+    with pytest.raises(RunSpecError, match=r"run\.json: config\.x is nan"):
+        write_run_info(tmp_path, {"config": {"x": float("nan")}})
+    assert not (tmp_path / "run.json").exists()
+    write_run_info(tmp_path, {"config": {"x": 1.5}})
+    assert json.loads((tmp_path / "run.json").read_text()) == {"config": {"x": 1.5}}

@@ -7,6 +7,7 @@ import itertools
 import json
 import math
 import statistics
+import time
 
 import pandas as pd
 import pytest
@@ -36,7 +37,9 @@ from memory_lab.judge import (
 from memory_lab.models.providers import provider_chat_model
 from memory_lab.models.tokens import count_tokens
 from memory_lab.normalize import find_any
-from memory_lab.results import judge_summary
+from memory_lab.record_log import dump_record
+from memory_lab.records import without_timings
+from memory_lab.results import judge_summary, read_records
 
 from .conftest import FIXTURES
 from .models.openai_mock import CHAT_USAGE, OpenAIMock
@@ -387,3 +390,73 @@ def test_a_resumed_run_refuses_a_changed_prompt_file(tmp_path):
     mine.write_text(MEM0_STYLE + "\nBe strict.", "utf-8")
     with pytest.raises(ValueError, match="judge prompt .*mine.txt changed since the run started"):
         resume_benchmark(out, progress=False)
+
+
+def test_a_prompt_file_is_read_within_64_kib_whatever_it_is(tmp_path):
+    fits = tmp_path / "fits.txt"
+    head = "Q: {question} A: {reply}\n"
+    fits.write_text(head + "x" * (64 * 1024 - len(head)), "utf-8")
+    assert load_judge_template(str(fits)).text.startswith(head)
+    big = tmp_path / "big.txt"
+    big.write_text(head + "x" * 5_600_000, "utf-8")
+    for source in (str(big), "/dev/zero"):  # /dev/zero never ends: read 64 KiB + 1, no more
+        started = time.perf_counter()
+        with pytest.raises(JudgePromptError, match="the limit is 65,536") as caught:
+            load_judge_template(source)
+        assert time.perf_counter() - started < 5
+        assert str(caught.value).startswith(f"--judge-prompt {source}: ")
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--judge-runs", "101", "--judge-runs must be a whole number from 1 to 100, got 101"),
+        ("--judge-runs", "1000000000", "--judge-runs must be a whole number from 1 to 100"),
+        ("--judge-runs", "0", "--judge-runs must be a whole number from 1 to 100, got 0"),
+        ("--judge-temperature", "inf", "--judge-temperature must be a number from 0 to 2, got inf"),
+        ("--judge-temperature", "nan", "--judge-temperature must be a number from 0 to 2, got nan"),
+        ("--judge-temperature", "2.5", "--judge-temperature must be a number from 0 to 2"),
+        ("--judge-temperature", "-0.5", "--judge-temperature must be a number from 0 to 2"),
+    ],
+)
+def test_judge_runs_and_temperature_out_of_range_are_one_line(
+    tmp_path, capsys, option, value, message
+):
+    out = tmp_path / "run"
+    args = ["run", "--memory", "buffer", "--dialogues", str(FIXTURES / "dialogues")]
+    args += ["--judge", "offline", option, value, "--out", str(out), "--quiet"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memory-lab: error: ") and message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_run_json_names_each_prompt_by_file_and_hash_and_a_resume_grades_alike(tmp_path):
+    mine = tmp_path / "mine.txt"
+    mine.write_text(MEM0_STYLE, "utf-8")
+    mini = str(FIXTURES / "dialogues" / "mini.yaml")
+    out = tmp_path / "run"
+    run_benchmark(
+        resolve_memories(["buffer", "window:k=1"]),
+        load_dialogues(mini),
+        out,
+        judge="offline",
+        judge_prompts=[str(mine)],
+        sources=[mini],
+        progress=False,
+    )
+    text = (out / "run.json").read_text("utf-8")
+    prompts = json.loads(text)["judge"]["prompts"]
+    assert [set(p) for p in prompts] == [{"label", "file", "sha256", "version", "placeholders"}]
+    assert prompts[0]["file"] == str(mine)
+    assert prompts[0]["sha256"] == hashlib.sha256(mine.read_bytes()).hexdigest()
+    assert "Gold answer" not in text  # the file and its hash name the prompt, not its text
+    # a resume reads the prompt from its file again and grades the redone cell alike
+    records = read_records(out)
+    first = next(i for i, r in enumerate(records) if r["type"] == "cell") + 1
+    (out / "records.jsonl").write_text("".join(dump_record(r) for r in records[:first]), "utf-8")
+    resume_benchmark(out, progress=False)
+    again = read_records(out)
+    assert [without_timings(r) for r in again] == [without_timings(r) for r in records]
+    assert any(r.get("judge_verdicts") for r in again[first:])
