@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from memory_lab.faults import fault_point
+from memory_lab.records import record_problem
 
 PARTS_DIR = "parts"
 APPEND_CHUNK = 4096  # bytes per write when a part is appended to records.jsonl
@@ -150,10 +151,13 @@ def ended_cells(
 
 
 def read_part(path: Path, key: CellKey) -> dict[str, Any] | None:
-    """The closing record of a complete part of cell ``key`` that ended ok, else None."""
+    """The closing record of a complete part of cell ``key`` that ended ok, else None (a part
+    with a line that is no record, ``records.record_problem``, too)."""
     try:
         records = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    except (OSError, UnicodeDecodeError, ValueError):  # ValueError: JSON, an over-long int
+        return None
+    if any(record_problem(r) for r in records):
         return None
     if not records or any(cell_key(r) != key for r in records):
         return None

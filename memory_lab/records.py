@@ -9,13 +9,21 @@ the same columns as one where none did.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
+import types
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Union
 
 
 @dataclass
 class _Record:
     kind: ClassVar[str] = ""
+    # the fields a reader of records.jsonl cannot do without (every other field is read as
+    # missing when a record lacks it, as in a run from before the field existed)
+    NEEDED: ClassVar[tuple[str, ...]] = ("memory", "dialogue")
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.kind, **dataclasses.asdict(self)}
@@ -62,6 +70,13 @@ class ProbeRecord(_Record):
     """One probe: the reply, how it scored, and what the prompt held."""
 
     kind: ClassVar[str] = "probe"
+    NEEDED: ClassVar[tuple[str, ...]] = (
+        "memory",
+        "dialogue",
+        "category",
+        "answers",
+        "stale_answers",
+    )
     memory: str
     memory_name: str
     dialogue: str
@@ -150,6 +165,7 @@ class CellRecord(_Record):
     """How one (memory, dialogue) cell ended."""
 
     kind: ClassVar[str] = "cell"
+    NEEDED: ClassVar[tuple[str, ...]] = ("memory", "dialogue", "status")
     memory: str
     memory_name: str
     dialogue: str
@@ -171,3 +187,88 @@ def without_timings(record: dict[str, Any]) -> dict[str, Any]:
 RECORD_TYPES: dict[str, type[_Record]] = {
     r.kind: r for r in (TurnRecord, ProbeRecord, UsageRecord, CellRecord)
 }
+
+
+# ---------------------------------------------------------------------- reading records back
+
+
+@dataclass
+class JudgeVerdict:
+    """What a reader takes from each of a probe's ``judge_verdicts`` (written by
+    ``judge.Grading.to_dict``, with the raw output and tokens too)."""
+
+    prompt: str
+    run: int
+    correct: bool | None
+
+
+def accepts(hint: Any) -> Callable[[Any], bool]:
+    """Whether a value read from JSON is of the annotated type: an int is a number too, a bool
+    is no int, a JSON list stands for a list or tuple; a class is matched exactly."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return lambda value: True
+    if origin in (Union, types.UnionType):
+        parts = [accepts(a) for a in args]
+        return lambda value: any(part(value) for part in parts)
+    if origin in (list, tuple, frozenset):
+        item = accepts(args[0])
+        return lambda value: type(value) is list and all(item(x) for x in value)
+    if origin is dict:
+        item = accepts(args[1])
+        return lambda value: type(value) is dict and all(item(x) for x in value.values())
+    if origin is not None or not isinstance(hint, type):
+        raise TypeError(f"no check for the annotation {hint}")
+    exact = (float, int) if hint is float else (hint,)
+    return lambda value: type(value) in exact
+
+
+@functools.cache
+def field_checks(record_type: type) -> dict[str, tuple[Callable[[Any], bool], str]]:
+    """field -> (its type check by ``accepts``, its annotation as written) of a dataclass."""
+    hints = typing.get_type_hints(record_type)
+    fields = dataclasses.fields(record_type)
+    return {f.name: (accepts(hints[f.name]), str(f.type)) for f in fields}
+
+
+def _shown(value: Any, width: int = 40) -> str:
+    """A JSON value as a message quotes it, shortened."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _field_problem(what: str, data: dict[str, Any], record_type: type) -> str | None:
+    for name, (check, annotation) in field_checks(record_type).items():
+        if name in data and not check(data[name]):
+            return f"{what} field {name!r} must be {annotation}, got {_shown(data[name])}"
+    return None
+
+
+def record_problem(record: Any) -> str | None:
+    """What makes one line of records.jsonl unreadable, or None: not an object, no known
+    ``type``, a ``NEEDED`` field missing, a field not of its annotated type, a judge verdict
+    without what a reader takes from it (``JudgeVerdict``). Fields this version does not know
+    (a newer version's) are left alone."""
+    if not isinstance(record, dict):
+        return f"a record must be a JSON object, got {_shown(record)}"
+    kind = record.get("type")
+    if "type" not in record:
+        return "a record lacks the field 'type'"
+    if not isinstance(kind, str) or kind not in RECORD_TYPES:
+        return f"unknown record type {_shown(kind)} (known: {', '.join(RECORD_TYPES)})"
+    record_type = RECORD_TYPES[kind]
+    for name in record_type.NEEDED:
+        if name not in record:
+            return f"a {kind} record lacks the field {name!r}"
+    problem = _field_problem(f"a {kind} record's", record, record_type)
+    for n, verdict in enumerate(record.get("judge_verdicts") or () if not problem else ()):
+        where = f"a {kind} record's judge_verdicts[{n}]"
+        lacks = [name for name in field_checks(JudgeVerdict) if name not in verdict]
+        problem = (
+            f"{where} lacks the field {lacks[0]!r}"
+            if lacks
+            else _field_problem(where, verdict, JudgeVerdict)
+        )
+        if problem:
+            break
+    return problem

@@ -17,8 +17,8 @@ import pandas as pd
 
 from memory_lab.rank_scores import RANK_SCORES
 from memory_lab.record_log import ended_cells
-from memory_lab.records import RECORD_TYPES
-from memory_lab.run_spec import RUN_FILE, Pricing, RunSpec
+from memory_lab.records import RECORD_TYPES, record_problem
+from memory_lab.run_spec import RUN_FILE, Pricing, RunSpec, read_run_file
 from memory_lab.stats import wilson_interval
 
 RECORDS_FILE = "records.jsonl"
@@ -60,7 +60,9 @@ class Results:
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """Every record of a results folder; a torn last line (a killed run) is skipped."""
+    """Every record of a results folder; a torn last line (a killed run) is skipped. A line
+    that is no record (``records.record_problem``) is a ValueError naming the file, the line
+    and the field."""
     file = Path(path) / RECORDS_FILE
     if not file.exists():
         raise FileNotFoundError(f"{path}: no {RECORDS_FILE}; is this a memory-lab results folder?")
@@ -70,11 +72,15 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line.decode("utf-8")))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            record = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:  # ValueError: JSON, an over-long int
             if n == len(lines):  # cut short, maybe inside a character: the kill's last write
                 break
-            raise ValueError(f"{file}: line {n} is not valid JSON: {exc}") from exc
+            raise ValueError(f"{file} line {n}: not valid JSON: {exc}") from None
+        problem = record_problem(record)
+        if problem:
+            raise ValueError(f"{file} line {n}: {problem}")
+        records.append(record)
     return records
 
 
@@ -87,9 +93,9 @@ def read_results(path: str | Path) -> Results:
     """
     folder = Path(path)
     run_file = folder / RUN_FILE
-    run = json.loads(run_file.read_text("utf-8")) if run_file.exists() else {}
-    records = ended_cells(read_records(folder))  # a cell cut short by a kill is not shown
+    run = read_run_file(run_file) if run_file.exists() else {}
     params = _memory_params(RunSpec.read(run, str(run_file)) if run else None)
+    records = ended_cells(read_records(folder))  # a cell cut short by a kill is not shown
     frames = {}
     for kind, record_type in RECORD_TYPES.items():
         columns = record_type.columns()

@@ -28,6 +28,7 @@ from memory_lab.dialogue import Dialogue
 from memory_lab.limits import bounds_problem
 from memory_lab.memories.registry import MemorySpec, spec_from_json
 from memory_lab.model_spec import OFFLINE, ModelSpec, is_offline
+from memory_lab.records import accepts, field_checks
 from memory_lab.redact import has_redacted_credentials, redact, redact_value
 from memory_lab.run_guard import check_config
 from memory_lab.sources import load_dialogues
@@ -73,6 +74,18 @@ class RunSpecError(ConfigError):
     """A run.json field that cannot be used, named with its file."""
 
 
+def read_run_file(run_file: Path) -> dict[str, Any]:
+    """``run.json``'s content; RunSpecError naming the file when it is not JSON (cut short,
+    not UTF-8) or not an object."""
+    try:
+        data = json.loads(run_file.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: JSON, long ints
+        raise RunSpecError(f"{run_file}: cannot be read as JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise RunSpecError(f"{run_file}: must hold an object, got {type(data).__name__}")
+    return data
+
+
 @dataclass(frozen=True)
 class _Record:
     """A section of run.json: known keys as typed fields, the keys it lacked (``absent``, never
@@ -102,12 +115,10 @@ class _Record:
         values = {}
         for name, key in keys.items():
             if key in data:
-                convert = cls.CONVERT.get(name)
+                convert = cls.CONVERT.get(name) or _checked(*field_checks(cls)[name])
                 label = f"{section}.{key}" if section else key
                 try:
-                    values[name] = (
-                        data[key] if convert is None else convert(data[key], where, label)
-                    )
+                    values[name] = convert(data[key], where, label)
                 except RunSpecError:
                     raise
                 except (ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -141,6 +152,36 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     return value
+
+
+def _checked(check: Any, annotation: str) -> Any:
+    """A converter taking a value as it is when it is of its field's type (``accepts``)."""
+
+    def convert(value: Any, where: str, label: str) -> Any:
+        if not check(value):
+            raise ValueError(f"must be {annotation}, got {json.dumps(value)[:40]}")
+        return value
+
+    return convert
+
+
+def _judge(data: Any, where: str, label: str) -> dict[str, Any] | None:
+    """run.json's ``judge`` as recorded (null: no judge), with what readers take from it
+    checked: the model, runs, temperature, and each grading prompt's label."""
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise ValueError(f"must be an object, got {type(data).__name__}")
+    for key, annotation in (("model", str), ("runs", int), ("temperature", float)):
+        if key in data and not accepts(annotation)(data[key]):
+            raise ValueError(f"{key!r} must be {annotation.__name__}, got {data[key]!r}")
+    prompts = data.get("prompts")
+    if prompts is not None and not (
+        isinstance(prompts, list)
+        and all(isinstance(p, dict) and isinstance(p.get("label"), str) for p in prompts)
+    ):
+        raise ValueError("'prompts' must be a list of objects, each with a string 'label'")
+    return data
 
 
 def _model(text: Any, where: str, label: str) -> ModelSpec:
@@ -284,6 +325,7 @@ class RunSpec(_Record):
         "argv": _list,
         "errors": _list,
         "resume_history": _list,
+        "judge": _judge,
     }
     KEYS: ClassVar[dict[str, str]] = {"resume_history": "resumed"}
 
@@ -335,10 +377,7 @@ class RunSpec(_Record):
         run_file = Path(folder) / RUN_FILE
         if not run_file.exists():
             raise FileNotFoundError(f"{folder}: no {RUN_FILE}")
-        try:
-            data = json.loads(run_file.read_text("utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise RunSpecError(f"{run_file}: cannot be read as JSON ({exc})") from None
+        data = read_run_file(run_file)
         retries = ClientSettings.from_env().max_retries if max_retries is None else max_retries
         spec = cls.read(data, str(run_file))
         return dataclasses.replace(spec, folder=str(folder), max_retries=retries)

@@ -149,3 +149,17 @@ def test_a_complete_part_of_a_cell_already_in_the_records_is_not_appended_again(
     (out / "parts" / "cell-00001.jsonl").write_text("".join(second))
     assert main(["run", "--resume", str(out), "--quiet"]) == 0
     assert without_timings(out) == without_timings(complete_run)
+
+
+@pytest.mark.parametrize("bad", ["[]", "null", '{"type": "turn"}', '{"type": "cell", "memory": 1}'])
+def test_a_complete_part_with_a_line_that_is_no_record_is_redone_not_adopted(
+    complete_run, tmp_path, bad
+):
+    first, second, third = blocks(complete_run)
+    out = copy_run(complete_run, tmp_path / "bad-part", first)
+    (out / "parts").mkdir()
+    (out / "parts" / "cell-00001.jsonl").write_text("".join(second[:1]) + bad + "\n" + second[-1])
+    assert main(["run", "--resume", str(out), "--quiet"]) == 0
+    assert without_timings(out) == without_timings(complete_run)
+    info = json.loads((out / "run.json").read_text())
+    assert info["resumed"][-1]["cells_adopted"] == 0 and info["resumed"][-1]["cells_redone"] == 2
