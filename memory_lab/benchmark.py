@@ -51,6 +51,7 @@ from memory_lab.record_log import (
     commit_in_order,
     dump_record,
     ended_cells,
+    naming_file,
     prepare_parts,
 )
 from memory_lab.redact import redact_value, remember_resources
@@ -301,6 +302,8 @@ def prepare_run(
     models it executes (offline stand-ins in a dry run) with their recorded parameters, the
     grading prompts. ``max_retries`` unset: ``MEMORY_LAB_MAX_RETRIES`` (read here, once)."""
     remember_resources(resources, config.base_url)  # masked in every message from here on
+    if isinstance(out, str) and not out.strip():  # Path("") would be the working folder
+        raise ValueError(f"--out {out!r} names no folder; give the results folder's name")
     if not memories:
         raise ValueError("no memories to run")
     if not dialogues:
@@ -481,10 +484,15 @@ def _keep_ended_cells(spec: RunSpec, folder: Path) -> tuple[RunSpec, list[CellTa
     keep = ended_cells(records, statuses=("ok",))
     done = {cell_key(r) for r in keep if r["type"] == "cell"}
     tmp = folder / (RECORDS_FILE + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.writelines(dump_record(r) for r in keep)
-        fh.flush()
-        os.fsync(fh.fileno())
+    with naming_file(tmp):
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.writelines(dump_record(r) for r in keep)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError:
+            tmp.unlink(missing_ok=True)  # records.jsonl is as it was
+            raise
     tmp.replace(folder / RECORDS_FILE)
     memories, dialogues = list(spec.memory_specs), list(spec.dialogue_set)
     cells = [c for c in grid(memories, dialogues) if (c.spec.label, c.dialogue.id) not in done]
@@ -507,18 +515,19 @@ def _execute(
     folder: Path, spec: RunSpec, cells: list[CellTask], models: RunModels, progress: bool
 ) -> RunOutcome:
     """Run ``cells``, appending their records; run.json says how the run ended."""
-    failed, state = None, _RunState(spec)
+    state = _RunState(spec)
     try:
         failed = _run_cells(folder, state, cells, models, progress)
-    finally:  # an interrupt (Ctrl-C, SIGTERM) or an error leaves the run resumable
-        status = "interrupted" if failed is None else "failed" if failed else "complete"
-        state.update(
-            finished=datetime.now(UTC).isoformat(), status=status, failed_cells=failed or 0
-        )
+    except BaseException as exc:  # an interrupt (Ctrl-C, SIGTERM) or an error (a full disk)
+        state.end("interrupted", 0, stopped_by=exc)  # leaves the run resumable
+        raise
+    state.end("failed" if failed else "complete", failed)
     results = read_results(folder)
     summary = summarize(results)
-    summary.to_csv(folder / SUMMARY_FILE, index=False)
-    summarize_by_category(results).to_csv(folder / CATEGORY_SUMMARY_FILE, index=False)
+    tables = {SUMMARY_FILE: summary, CATEGORY_SUMMARY_FILE: summarize_by_category(results)}
+    for name, table in tables.items():
+        with naming_file(folder / name):
+            table.to_csv(folder / name, index=False)
     return RunOutcome(folder, summary, failed)
 
 
@@ -531,6 +540,20 @@ class _RunState:
     def update(self, **changes: Any) -> None:
         self.spec = self.spec.replace(**changes)
         self.spec.save()
+
+    def end(self, status: str, failed: int, stopped_by: BaseException | None = None) -> None:
+        """run.json says how the run ended. When ``stopped_by`` (what stopped the run) is
+        raised on and run.json cannot be written either (a full disk), the error that stopped
+        the run stays the one raised, with a note saying so."""
+        try:
+            self.update(finished=datetime.now(UTC).isoformat(), status=status, failed_cells=failed)
+        except OSError as exc:
+            if stopped_by is None:
+                raise
+            stopped_by.add_note(
+                f"{self.spec.run_file} could not be updated either: {exc.strerror or exc}; "
+                f"its status was not set to {status!r}"
+            )
 
 
 def _run_cells(

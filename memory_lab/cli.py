@@ -138,7 +138,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     memories = resolve_memories(args.memory)
     dialogues = load_dialogues(*args.dialogues)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = args.out or Path("results") / (f"dryrun-{stamp}" if args.dry_run else f"run-{stamp}")
+    default = Path("results") / (f"dryrun-{stamp}" if args.dry_run else f"run-{stamp}")
+    out = default if args.out is None else args.out  # "" is refused, never the default
     args.out = out  # for the resume hint if the run is interrupted
     outcome = run_benchmark(
         memories,
@@ -292,7 +293,7 @@ def _add_model_options(run: argparse.ArgumentParser) -> None:
 
 def _add_output_options(run: argparse.ArgumentParser) -> None:
     """Where results go and what the records and the estimate hold."""
-    run.add_argument("--out", type=Path, help="results folder (default: results/run-<time>)")
+    run.add_argument("--out", help="results folder (default: results/run-<time>)")
     run.add_argument(
         "--price-model",
         help="price table entry for the estimate (default: the --llm model, else gpt-4o-mini)",
@@ -555,11 +556,14 @@ def _interrupted(args: argparse.Namespace) -> str:
 
 
 def _one_line(exc: BaseException) -> str:
-    """An exception as one line, naming the file when the OS error has one."""
+    """An exception as one line, naming the file when the OS error has one, with its notes
+    (e.g. that run.json could not be updated either) in parentheses."""
+    notes = "".join(f" ({note})" for note in getattr(exc, "__notes__", ()))
     if isinstance(exc, OSError) and exc.filename and not isinstance(exc, FileExistsError):
-        return f"{exc.filename}: {exc.strerror or exc}"
+        return f"{exc.filename}: {exc.strerror or exc}{notes}"
     text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-    return text if "\n" not in text or isinstance(exc, ValueError) else text.splitlines()[0]
+    text = text if "\n" not in text or isinstance(exc, ValueError) else text.splitlines()[0]
+    return text + notes
 
 
 def command() -> None:

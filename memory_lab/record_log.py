@@ -27,6 +27,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -37,6 +38,18 @@ PARTS_DIR = "parts"
 APPEND_CHUNK = 4096  # bytes per write when a part is appended to records.jsonl
 CellKey = tuple[str, str]  # (memory label, dialogue id): unique within a run
 _COMPLETE = re.compile(r"cell-(\d+)\.jsonl")
+
+
+@contextmanager
+def naming_file(path: str | Path) -> Iterator[None]:
+    """An OSError in the block that names no file (a failed write or sync: a full disk, an I/O
+    error) is raised again naming ``path``, so its one line says which file."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None or exc.errno is None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
 def cell_key(record: dict[str, Any]) -> CellKey:
@@ -74,13 +87,15 @@ class PartWriter:
         self._fh = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - closed in finish
 
     def write(self, record: dict[str, Any]) -> None:
-        self._fh.write(dump_record(record))
+        with naming_file(self.path):
+            self._fh.write(dump_record(record))
         fault_point("record")
 
     def finish(self) -> Path:
         """Sync the part and rename it complete (atomic: readers see all of it or none)."""
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        with naming_file(self.path):
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
         self._fh.close()
         os.replace(self.path, self.final)
         _sync_dir(self.parts_dir)
@@ -97,20 +112,25 @@ class RecordLog:
     """The driver's handle on ``records.jsonl``: complete parts are appended whole, in order."""
 
     def __init__(self, path: Path):
+        self.path = path
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def append_part(self, part: Path) -> None:
         """Append a complete part, sync it, then delete the part.
 
         Written in chunks of ``APPEND_CHUNK`` bytes: a kill midway leaves the cell's block cut
-        short, perhaps in the middle of a line, which a resume drops (``ended_cells``).
+        short, perhaps in the middle of a line, which a resume drops (``ended_cells``). A write
+        that fails (a full disk: an OSError naming records.jsonl) leaves the same, and the
+        part, for a resume to adopt.
         """
         with open(part, "rb") as src:
             while chunk := src.read(APPEND_CHUNK):
                 while chunk:
-                    chunk = chunk[os.write(self._fd, chunk) :]
+                    with naming_file(self.path):
+                        chunk = chunk[os.write(self._fd, chunk) :]
                 fault_point("append")
-        os.fsync(self._fd)
+        with naming_file(self.path):
+            os.fsync(self._fd)
         fault_point("commit")
         part.unlink()
 

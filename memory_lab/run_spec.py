@@ -28,6 +28,7 @@ from memory_lab.dialogue import Dialogue
 from memory_lab.limits import bounds_problem
 from memory_lab.memories.registry import MemorySpec, spec_from_json
 from memory_lab.model_spec import OFFLINE, ModelSpec, is_offline
+from memory_lab.record_log import naming_file
 from memory_lab.records import accepts, field_checks
 from memory_lab.redact import has_redacted_credentials, redact, redact_value
 from memory_lab.run_guard import check_config
@@ -62,12 +63,18 @@ def run_info_text(info: dict[str, Any], where: str = RUN_FILE) -> str:
 
 
 def write_run_info(folder: Path, info: dict[str, Any]) -> None:
-    """Write ``run.json`` atomically (a reader never sees half a file) as ``run_info_text``."""
+    """Write ``run.json`` atomically (a reader never sees half a file) as ``run_info_text``.
+    An OSError names run.json (a full disk too), and a half-written copy is removed."""
     run_file = Path(folder) / RUN_FILE
     text = run_info_text(info, str(run_file))
     tmp = run_file.with_name(RUN_FILE + ".tmp")
-    tmp.write_text(text, "utf-8")
-    tmp.replace(run_file)
+    with naming_file(run_file):
+        try:
+            tmp.write_text(text, "utf-8")
+            tmp.replace(run_file)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
 
 
 class RunSpecError(ConfigError):

@@ -184,3 +184,116 @@ def test_run_json_is_never_written_with_nan_or_infinity(tmp_path, capsys):
     assert not (tmp_path / "run.json").exists()
     write_run_info(tmp_path, {"config": {"x": 1.5}})
     assert json.loads((tmp_path / "run.json").read_text()) == {"config": {"x": 1.5}}
+
+
+def test_an_empty_out_is_refused_and_nothing_is_written_here(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = ["run", "--memory", "buffer", "--dialogues", str(FIXTURES / "dialogues")]
+    assert main([*argv, "--out", "", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memory-lab: error: --out") and "names no folder" in err
+    assert len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def _enospc() -> OSError:
+    import errno
+    import os
+
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def _records_fill_the_disk(monkeypatch, after_commits: int) -> None:
+    """Writes to records.jsonl fail with ENOSPC, as on a full disk, once ``after_commits``
+    parts were appended and synced (the real os.write fails so in RecordLog.append_part)."""
+    import os
+
+    synced = {"count": 0}
+    real_write, real_fsync = os.write, os.fsync
+
+    def records(fd: int) -> bool:
+        return os.readlink(f"/proc/self/fd/{fd}").endswith("/records.jsonl")
+
+    def write(fd, data):
+        if records(fd) and synced["count"] >= after_commits:
+            raise _enospc()
+        return real_write(fd, data)
+
+    def fsync(fd):
+        real_fsync(fd)
+        synced["count"] += records(fd)
+
+    monkeypatch.setattr(os, "write", write)
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+def _run_json_fills_the_disk(monkeypatch, after_writes: int) -> None:
+    """run.json (written through its temporary copy) cannot be written after ``after_writes``
+    writes: ENOSPC."""
+    import pathlib
+
+    written = {"count": 0}
+    real_write_text = pathlib.Path.write_text
+
+    def write_text(self, *args, **kwargs):
+        if self.name == "run.json.tmp":
+            written["count"] += 1
+            if written["count"] > after_writes:
+                self.touch()  # the failed write leaves its file behind
+                raise _enospc()
+        return real_write_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "write_text", write_text)
+
+
+def test_a_full_disk_while_appending_records_is_one_line_and_the_run_resumes(
+    tmp_path, capsys, monkeypatch
+):
+    import json
+
+    from memory_lab.results import read_records
+
+    out = tmp_path / "run"
+    argv = ["run", "--memory", "buffer", "window:k=1", "window:k=2"]
+    argv += ["--dialogues", str(FIXTURES / "dialogues" / "mini.yaml"), "--quiet"]
+    with monkeypatch.context() as patch:
+        _records_fill_the_disk(patch, after_commits=1)  # the first cell fits, then no more
+        assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"memory-lab: error: {out / 'records.jsonl'}: No space left on device\n"
+    assert json.loads((out / "run.json").read_text())["status"] == "interrupted"
+    kept = read_records(out)
+    assert [r["memory"] for r in kept if r["type"] == "cell"] == ["buffer"]
+    assert main(["run", "--resume", str(out), "--quiet"]) == 0
+    cells = [r["memory"] for r in read_records(out) if r["type"] == "cell"]
+    assert cells == ["buffer", "window:k=1", "window:k=2"]
+    assert json.loads((out / "run.json").read_text())["status"] == "complete"
+
+
+def test_a_full_disk_for_records_and_run_json_names_both_and_keeps_the_records(
+    tmp_path, capsys, monkeypatch
+):
+    import json
+
+    from memory_lab.results import read_records
+
+    out = tmp_path / "run"
+    argv = ["run", "--memory", "buffer", "window:k=1"]
+    argv += ["--dialogues", str(FIXTURES / "dialogues" / "mini.yaml"), "--quiet"]
+    with monkeypatch.context() as patch:
+        _records_fill_the_disk(patch, after_commits=1)
+        _run_json_fills_the_disk(patch, after_writes=2)  # written when started and running
+        assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"memory-lab: error: {out / 'records.jsonl'}: No space left on device")
+    assert f"{out / 'run.json'} could not be updated either: No space left on device" in err
+    assert "its status was not set to 'interrupted'" in err
+    assert len(err.strip().splitlines()) == 1
+    assert json.loads((out / "run.json").read_text())["status"] == "running"
+    assert not (out / "run.json.tmp").exists()
+    assert [r["memory"] for r in read_records(out) if r["type"] == "cell"] == ["buffer"]
+    assert main(["run", "--resume", str(out), "--quiet"]) == 0
+    assert [r["memory"] for r in read_records(out) if r["type"] == "cell"] == [
+        "buffer",
+        "window:k=1",
+    ]

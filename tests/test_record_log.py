@@ -163,3 +163,21 @@ def test_a_complete_part_with_a_line_that_is_no_record_is_redone_not_adopted(
     assert without_timings(out) == without_timings(complete_run)
     info = json.loads((out / "run.json").read_text())
     assert info["resumed"][-1]["cells_adopted"] == 0 and info["resumed"][-1]["cells_redone"] == 2
+
+
+def test_a_part_that_cannot_be_written_names_its_file(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from memory_lab.record_log import PartWriter
+
+    writer = PartWriter(tmp_path, 0, "a1")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    writer.write({"type": "cell"})
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError) as caught:
+        writer.finish()
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(writer.path)
