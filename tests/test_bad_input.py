@@ -297,3 +297,36 @@ def test_a_full_disk_for_records_and_run_json_names_both_and_keeps_the_records(
         "buffer",
         "window:k=1",
     ]
+
+
+def test_a_full_disk_while_cells_write_their_parts_stops_the_run(tmp_path, capsys, monkeypatch):
+    """A part that cannot be written stops the run naming the file (cells are not failed one
+    after another, each unable to record its failure either)."""
+    import builtins
+    import json
+
+    from memory_lab import record_log
+
+    class FullDisk:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def write(self, text):
+            raise _enospc()
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+    def open_part(path, *args, **kwargs):
+        return FullDisk(builtins.open(path, *args, **kwargs))
+
+    monkeypatch.setattr(record_log, "open", open_part, raising=False)
+    out = tmp_path / "run"
+    argv = ["run", "--memory", "buffer", "window:k=1", "--concurrency", "2", "--quiet"]
+    argv += ["--dialogues", str(FIXTURES / "dialogues" / "mini.yaml"), "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"memory-lab: error: {out / 'parts'}/cell-") and err.count("\n") == 1
+    assert err.endswith(": No space left on device\n")
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "interrupted" and not run.get("errors")
