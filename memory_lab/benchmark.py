@@ -13,6 +13,7 @@ import os
 import platform
 import shutil
 import sys
+import threading
 import uuid
 from collections.abc import Sequence
 from contextlib import closing
@@ -556,6 +557,28 @@ class _RunState:
             )
 
 
+class _StartingNote:
+    """Until the first exchange is replayed, the progress bar says the run is starting (models
+    load first, in every worker) and its clock ticks each second, so the first seconds show
+    work rather than a still 0% with a guessed ETA."""
+
+    def __init__(self, bar: Any):
+        self.bar = bar
+        self.stop = threading.Event()
+        bar.set_postfix_str("starting: loading models", refresh=True)
+        self.thread = threading.Thread(target=self._tick, name="memory-lab-progress", daemon=True)
+        self.thread.start()
+
+    def _tick(self) -> None:
+        while not self.stop.wait(1.0):
+            self.bar.refresh()
+
+    def done(self) -> None:
+        if not self.stop.is_set():
+            self.stop.set()
+            self.bar.set_postfix_str("", refresh=False)
+
+
 def _run_cells(
     folder: Path, state: _RunState, cells: list[CellTask], models: RunModels, progress: bool
 ) -> int:
@@ -583,8 +606,11 @@ def _run_cells(
     seen = dict.fromkeys(sizes, 0)
     bar = tqdm(total=sum(sizes.values()), unit="turn", disable=not progress, dynamic_ncols=True)
     bar.set_description(executor.description)
+    started = _StartingNote(bar) if progress and to_run else None
 
     def on_exchange(index: int) -> None:
+        if started is not None:
+            started.done()
         seen[index] += 1
         bar.update(1)
 
@@ -609,6 +635,8 @@ def _run_cells(
                     }
                     state.spec = state.spec.replace(errors=(*state.spec.errors, error))
     finally:
+        if started is not None:
+            started.done()
         bar.close()
         log.close()
     shutil.rmtree(parts_dir, ignore_errors=True)  # complete: every part was appended

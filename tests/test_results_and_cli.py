@@ -213,3 +213,17 @@ def test_rank_scores_in_the_summary_for_ranking_memories_only(tmp_path):
     assert (vector["session_recall_all_at_5"] >= vector["turn_recall_all_at_5"]).all()
     saved = (out / "summary.csv").read_text().splitlines()[0].split(",")
     assert set(RANK_SCORES) <= set(saved)
+
+
+def test_the_progress_bar_says_the_run_is_starting_before_the_first_turn(tmp_path, capsys):
+    """Models load before the first exchange (seconds, in every worker): the bar says so
+    rather than sitting at 0% with a guessed ETA, and the note goes once turns are counted."""
+    out = tmp_path / "run"
+    argv = ["run", "--memory", "window", "--out", str(out)]
+    assert main([*argv, "--dialogues", str(FIXTURES / "dialogues" / "mini.yaml")]) == 0
+    frames = capsys.readouterr().err.split("\r")
+    bars = [f for f in frames if "turn" in f]
+    first_turn = next(i for i, f in enumerate(bars) if " 0/7" not in f)
+    assert any("starting: loading models" in f for f in bars[:first_turn])
+    assert not any("starting" in f for f in bars[first_turn:])
+    assert "100%" in bars[-1]
