@@ -208,6 +208,7 @@ def _report_run(outcome) -> int:
         )
     print("\n" + format_category_table(summarize_by_category(results)))
     print(f"\nresults: {outcome.path}/ (run.json, records.jsonl, summary.csv)")
+    print(f"report:  memory-lab report {shlex.quote(str(outcome.path))}  (charts and report.html)")
     if outcome.failed_cells:
         print(f"{outcome.failed_cells} cell(s) failed; see run.json 'errors'.", file=sys.stderr)
         return 1
@@ -243,7 +244,8 @@ def _add_run_inputs(run: argparse.ArgumentParser) -> None:
         nargs="+",
         default=["all"],
         metavar="SPEC",
-        help="'all' or specs such as buffer window:k=4 summary_buffer:max_token_limit=300",
+        help="'all' (the default: every registered memory, see memory-lab list) or specs such "
+        "as buffer window:k=4 summary_buffer:max_token_limit=300",
     )
     run.add_argument(
         "--dialogues",

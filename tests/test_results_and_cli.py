@@ -215,13 +215,15 @@ def test_rank_scores_in_the_summary_for_ranking_memories_only(tmp_path):
     assert set(RANK_SCORES) <= set(saved)
 
 
-def test_the_progress_bar_says_the_run_is_starting_before_the_first_turn(tmp_path, capsys):
+def test_the_bar_says_the_run_is_starting_and_the_run_ends_naming_the_report(tmp_path, capsys):
     """Models load before the first exchange (seconds, in every worker): the bar says so
     rather than sitting at 0% with a guessed ETA, and the note goes once turns are counted."""
     out = tmp_path / "run"
     argv = ["run", "--memory", "window", "--out", str(out)]
     assert main([*argv, "--dialogues", str(FIXTURES / "dialogues" / "mini.yaml")]) == 0
-    frames = capsys.readouterr().err.split("\r")
+    printed = capsys.readouterr()
+    assert f"report:  memory-lab report {out}  (charts and report.html)" in printed.out
+    frames = printed.err.split("\r")
     bars = [f for f in frames if "turn" in f]
     first_turn = next(i for i, f in enumerate(bars) if " 0/7" not in f)
     assert any("starting: loading models" in f for f in bars[:first_turn])
