@@ -229,3 +229,23 @@ def test_the_bar_says_the_run_is_starting_and_the_run_ends_naming_the_report(tmp
     assert any("starting: loading models" in f for f in bars[:first_turn])
     assert not any("starting" in f for f in bars[first_turn:])
     assert "100%" in bars[-1]
+
+
+def test_run_benchmark_refuses_a_folder_with_a_run_unless_told_to_overwrite_it(tmp_path):
+    from memory_lab import load_dialogues, resolve_memories, run_benchmark
+
+    out = tmp_path / "first"
+    dialogues = load_dialogues(FIXTURES / "dialogues" / "mini.yaml")
+    (out / "charts").mkdir(parents=True)
+    (out / "charts" / "old.png").write_bytes(b"old chart")
+    (out / "notes.txt").write_text("mine")
+    run_benchmark(resolve_memories(["window:k=1"]), dialogues, out, progress=False)
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        run_benchmark(resolve_memories(["buffer"]), dialogues, out, progress=False)
+    again = run_benchmark(
+        resolve_memories(["buffer"]), dialogues, out, progress=False, overwrite=True
+    )
+    assert list(again.summary["memory"]) == ["buffer"]
+    assert {r["memory"] for r in read_records(out)} == {"buffer"}
+    assert not (out / "charts").exists()  # the old run's outputs went, with it
+    assert (out / "notes.txt").read_text() == "mine"  # nothing else was touched
