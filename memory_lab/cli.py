@@ -195,6 +195,12 @@ def _report_run(outcome) -> int:
         print(f"DRY RUN ({wanted}): no provider was called; tokens come from the offline")
         print("stand-ins and are priced as the requested models. Recall figures are not theirs.")
     print(format_summary(outcome.summary, results.spec))
+    if spec is not None and spec.dry_run and len(outcome.summary):
+        total = outcome.summary
+        print(
+            f"DRY RUN total: {int(total['total_tokens'].sum()):,} tokens, "
+            f"est. ${float(total['est_cost_usd'].sum()):.4f} for the whole run"
+        )
     reader_line = format_reader_line(reader_accuracy(results), results.spec)
     if reader_line:
         print(reader_line)
