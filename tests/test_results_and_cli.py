@@ -131,7 +131,9 @@ def test_the_summary_table_is_printed(tmp_path, capsys):
     [
         (["--memory", "nope"], "unknown memory 'nope'"),
         (["--memory", "window:k=x"], "must be int"),
-        (["--dialogues", "/no/such/folder"], "no such file or folder"),
+        (["--dialogues", "/no/such/folder"], "no such file or folder (a source is a dialogue"),
+        (["--dialogues", "locomo:/no/locomo10.json"], "in data/locomo10.zip of the snap-research"),
+        (["--dialogues", "longmemeval:/no/lme.json"], "xiaowu0162/LongMemEval release"),
         (["--dialogues", "builtin:nothing"], "unknown built-in suite"),
     ],
 )
