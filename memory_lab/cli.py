@@ -238,6 +238,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from memory_lab.inspector import inspect_memory
 
+    print(
+        f"replaying {args.dialogue} through {args.spec} up to {args.at} "
+        "(the models load first: a few seconds)...",
+        file=sys.stderr,
+        flush=True,
+    )
     view = inspect_memory(args.spec, args.dialogue, args.at, query=args.query)
     print(view.to_text(show_prompt=args.prompt))
     return 0
