@@ -1,4 +1,5 @@
-"""``memory-lab`` command line: run | list | validate | report | inspect | serve, thin layers."""
+"""``memory-lab`` command line: run | list | validate | report | inspect | serve | view, thin
+layers."""
 
 from __future__ import annotations
 
@@ -514,8 +515,10 @@ def build_parser() -> argparse.ArgumentParser:
     insp.set_defaults(func=_cmd_inspect)
 
     from memory_lab.serve.command import add_parser as add_serve_parser
+    from memory_lab.serve.view_command import add_parser as add_view_parser
 
     add_serve_parser(sub)
+    add_view_parser(sub)
     return parser
 
 
