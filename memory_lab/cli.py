@@ -197,6 +197,12 @@ def _report_run(outcome) -> int:
         print(f"DRY RUN ({wanted}): no provider was called; tokens come from the offline")
         print("stand-ins and are priced as the requested models. Recall figures are not theirs.")
     print(format_summary(outcome.summary, results.spec))
+    if spec is not None and spec.dry_run and len(outcome.summary):
+        total = outcome.summary
+        print(
+            f"DRY RUN total: {int(total['total_tokens'].sum()):,} tokens, "
+            f"est. ${float(total['est_cost_usd'].sum()):.4f} for the whole run"
+        )
     reader_line = format_reader_line(reader_accuracy(results), results.spec)
     if reader_line:
         print(reader_line)
@@ -210,6 +216,7 @@ def _report_run(outcome) -> int:
         )
     print("\n" + format_category_table(summarize_by_category(results)))
     print(f"\nresults: {outcome.path}/ (run.json, records.jsonl, summary.csv)")
+    print(f"report:  memory-lab report {shlex.quote(str(outcome.path))}  (charts and report.html)")
     if outcome.failed_cells:
         print(f"{outcome.failed_cells} cell(s) failed; see run.json 'errors'.", file=sys.stderr)
         return 1
@@ -255,7 +262,8 @@ def _add_run_inputs(run: argparse.ArgumentParser) -> None:
         nargs="+",
         default=["all"],
         metavar="SPEC",
-        help="'all' or specs such as buffer window:k=4 summary_buffer:max_token_limit=300",
+        help="'all' (the default: every registered memory, see memory-lab list) or specs such "
+        "as buffer window:k=4 summary_buffer:max_token_limit=300",
     )
     run.add_argument(
         "--dialogues",

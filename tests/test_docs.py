@@ -116,5 +116,44 @@ def test_site_builds_strictly_and_loads_nothing_remote(tmp_path):
     remote = re.compile(r"<(?:script|link|img|iframe)[^>]+(?:src|href)=\"(?:https?:)?//", re.I)
     for page in site.rglob("*.html"):
         assert not remote.search(page.read_text("utf-8")), f"{page} loads a remote resource"
-    assert (site / "memories" / "window" / "index.html").is_file()
-    assert "memory-lab inspect" in (site / "cli" / "index.html").read_text("utf-8")
+    assert (site / "memories" / "window.html").is_file()
+    assert "memory-lab inspect" in (site / "cli.html").read_text("utf-8")
+    _browse_from_file_url(site)
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+
+
+def _browse_from_file_url(site: Path) -> None:
+    """The site as the README says to open it (``build/site/index.html`` from the disk): three
+    pages reached by their navigation links, and a word found by the search box."""
+    if not (CHROMIUM and DRIVER and importlib.util.find_spec("selenium")):
+        pytest.skip("no chromium/chromedriver/selenium to open the site with")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(flag)
+    options.add_argument("--window-size=1400,1000")
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    try:
+        driver.get((site / "index.html").as_uri())
+        for title in ("Getting started", "Metrics", "Command line"):
+            link = driver.find_element(By.XPATH, f"//nav//a[normalize-space()='{title}']")
+            driver.execute_script("arguments[0].click()", link)
+            WebDriverWait(driver, 10).until(lambda d, t=title: t in d.title)
+            assert driver.current_url.startswith("file://") and driver.current_url.endswith(".html")
+            assert driver.find_element(By.TAG_NAME, "h1").text  # a page, not a folder listing
+        driver.execute_script("document.querySelector('label[for=__search]').click()")
+        box = driver.find_element(By.CSS_SELECTOR, "input[data-md-component=search-query]")
+        box.send_keys("concurrency")
+        WebDriverWait(driver, 20).until(
+            lambda d: d.find_elements(By.CSS_SELECTOR, ".md-search-result__item")
+        )
+    finally:
+        driver.quit()

@@ -141,6 +141,19 @@ class BodyLimit:
         return f"the request body is over {self.limit} bytes (see --max-message-chars)"
 
 
+def answering_model(llm: str) -> str:
+    """How the page names the model that answers (the offline one says what it does)."""
+    from memory_lab.model_spec import is_offline
+
+    if is_offline(llm):
+        return (
+            "offline reader (no LLM: it quotes what the memory gives back, says \"Noted.\" to "
+            "a statement and \"I don't know.\" when memory holds no answer; --llm sets a real "
+            "model)"
+        )
+    return llm
+
+
 def create_app(settings: ServeSettings) -> FastAPI:
     """The app serving ``settings``; memories are made per user on first use."""
     app = FastAPI(title="memory-lab serve", lifespan=_lifespan, docs_url=None, redoc_url=None)
@@ -228,6 +241,7 @@ def _add_routes(app: FastAPI, settings: ServeSettings) -> None:
     def memories() -> dict:
         return {
             "memories": chats().labels(),
+            "answering_model": answering_model(settings.models.config.llm),
             "limits": {
                 "max_message_chars": limits.max_message_chars,
                 "rate": limits.rate,

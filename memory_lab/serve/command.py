@@ -156,8 +156,11 @@ def listening_socket(port: int) -> socket.socket:
 
 def run(args: argparse.Namespace) -> int:
     from memory_lab.serve.app import create_app
+    from memory_lab.serve.chat import warm_up
 
     settings = settings_from(args)
+    print("memory-lab serve: warming up the models (once)", file=sys.stderr, flush=True)
+    warm_up(settings.memories, settings.models)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     sock = listening_socket(args.port)
     port = sock.getsockname()[1]

@@ -84,6 +84,11 @@ def test_two_memories_side_by_side_five_turns(serve, browser, tmp_path):
         left_context = [r[1] for r in rows["left"]]
         assert left_context == sorted(left_context) and left_context[-1] > rows["right"][-1][1]
         assert "Tangier" in left.find_element(By.CLASS_NAME, "log").text
+        # the offline reader acknowledges a statement (it only quotes memory), and the page
+        # says which model answers
+        assert "I don't know." not in left.find_element(By.CLASS_NAME, "log").text
+        assert "Noted." in left.find_element(By.CLASS_NAME, "log").text
+        assert browser.find_element(By.ID, "model").text.startswith("answering model: offline")
         shot = tmp_path / "playground.png"
         assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
         try:
