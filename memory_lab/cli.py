@@ -1,4 +1,5 @@
-"""``memory-lab`` command line: run | list | validate | report | inspect | serve, thin layers."""
+"""``memory-lab`` command line: run | list | validate | report | inspect | serve | view, thin
+layers."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from memory_lab.redact import redact, redact_logs
 from memory_lab.sources import validate
 
 DEFAULTS = RunConfig()  # the run options' defaults are RunConfig's
+COMPARISON_FILE = "comparison.html"  # memory-lab report A B ...: in the current folder
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -223,15 +225,25 @@ def _report_run(outcome) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from memory_lab.charts import save_charts
-    from memory_lab.report import write_report
+    from memory_lab.report import write_comparison, write_report
     from memory_lab.results import read_results
 
-    results = read_results(args.results_dir)
-    if results.turns.empty and results.probes.empty:
-        raise ValueError(f"{args.results_dir}: records.jsonl holds no records; nothing to report")
+    folders = list(dict.fromkeys(args.results_dir))
+    for folder in folders:
+        results = read_results(folder)
+        if results.turns.empty and results.probes.empty:
+            raise ValueError(f"{folder}: records.jsonl holds no records; nothing to report")
+    if len(folders) > 1:  # one page comparing them, no charts folder written into any run
+        print(f"report: {write_comparison(folders, args.out or COMPARISON_FILE)}")
+        return 0
+    if args.out is not None:
+        raise ValueError(
+            "--out is for a comparison of several folders; one folder's report is "
+            f"{folders[0] / 'report.html'}"
+        )
     for path in save_charts(results):
         print(f"chart:  {path}")
-    print(f"report: {write_report(args.results_dir)}")  # reads the folder again
+    print(f"report: {write_report(folders[0])}")  # reads the folder again
     return 0
 
 
@@ -492,7 +504,18 @@ def build_parser() -> argparse.ArgumentParser:
     val.set_defaults(func=_cmd_validate)
 
     rep = sub.add_parser("report", help="write charts and a self-contained report.html")
-    rep.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="a results folder")
+    rep.add_argument(
+        "results_dir",
+        type=Path,
+        nargs="+",
+        metavar="RESULTS_DIR",
+        help="a results folder; several: one page comparing them",
+    )
+    rep.add_argument(
+        "--out",
+        type=Path,
+        help=f"with several folders, the comparison page to write (default: {COMPARISON_FILE})",
+    )
     rep.set_defaults(func=_cmd_report)
 
     insp = sub.add_parser("inspect", help="show what one memory puts into the prompt at a turn")
@@ -506,8 +529,10 @@ def build_parser() -> argparse.ArgumentParser:
     insp.set_defaults(func=_cmd_inspect)
 
     from memory_lab.serve.command import add_parser as add_serve_parser
+    from memory_lab.serve.view_command import add_parser as add_view_parser
 
     add_serve_parser(sub)
+    add_view_parser(sub)
     return parser
 
 

@@ -91,7 +91,7 @@ def test_readme_is_a_front_door():
 def test_generated_pages_come_from_the_code():
     h = hooks()
     cli = h.cli_reference()
-    for command in ("run", "import", "export", "list", "validate", "report", "inspect"):
+    for command in ("run", "import", "export", "list", "validate", "report", "inspect", "view"):
         assert f"## memory-lab {command}" in cli
     assert "--concurrency" in cli and "--executor" in cli
     table = h.memory_parameters("window")
