@@ -216,7 +216,9 @@ def _report_run(outcome) -> int:
         )
     print("\n" + format_category_table(summarize_by_category(results)))
     print(f"\nresults: {outcome.path}/ (run.json, records.jsonl, summary.csv)")
-    print(f"report:  memory-lab report {shlex.quote(str(outcome.path))}  (charts and report.html)")
+    folder = shlex.quote(str(outcome.path))
+    print(f"report:  memory-lab report {folder}  (charts and report.html)")
+    print(f"browse:  memory-lab view {folder}  (runs side by side, each probe's contexts)")
     if outcome.failed_cells:
         print(f"{outcome.failed_cells} cell(s) failed; see run.json 'errors'.", file=sys.stderr)
         return 1

@@ -225,6 +225,7 @@ def test_the_bar_says_the_run_is_starting_and_the_run_ends_naming_the_report(tmp
     assert main([*argv, "--dialogues", str(FIXTURES / "dialogues" / "mini.yaml")]) == 0
     printed = capsys.readouterr()
     assert f"report:  memory-lab report {out}  (charts and report.html)" in printed.out
+    assert f"browse:  memory-lab view {out}  (" in printed.out
     frames = printed.err.split("\r")
     bars = [f for f in frames if "turn" in f]
     first_turn = next(i for i, f in enumerate(bars) if " 0/7" not in f)

@@ -85,6 +85,7 @@ def asks(message: str) -> bool:
         return True
     return is_hangul_text(text) and not text.endswith((".", "다", "요"))
 
+
 _SPEAKER = re.compile(r"^\s*(human|ai|user|assistant|input|response|system)\s*:\s*", re.I)
 _ASSISTANT = frozenset({"ai", "assistant", "response"})
 # A transcript line may name its speaker ("Caroline: ..."): every sentence of it is by them.

@@ -147,8 +147,8 @@ def answering_model(llm: str) -> str:
 
     if is_offline(llm):
         return (
-            "offline reader (no LLM: it quotes what the memory gives back, says \"Noted.\" to "
-            "a statement and \"I don't know.\" when memory holds no answer; --llm sets a real "
+            'offline reader (no LLM: it quotes what the memory gives back, says "Noted." to '
+            'a statement and "I don\'t know." when memory holds no answer; --llm sets a real '
             "model)"
         )
     return llm
