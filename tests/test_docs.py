@@ -15,6 +15,8 @@ import yaml
 
 from memory_lab.memories import memory_factories
 
+from .chromium import CHROMIUM, DRIVER, chromium_driver
+
 ROOT = Path(__file__).parent.parent
 DOCS = ROOT / "docs"
 
@@ -121,27 +123,15 @@ def test_site_builds_strictly_and_loads_nothing_remote(tmp_path):
     _browse_from_file_url(site)
 
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
-
-
 def _browse_from_file_url(site: Path) -> None:
     """The site as the README says to open it (``build/site/index.html`` from the disk): three
     pages reached by their navigation links, and a word found by the search box."""
     if not (CHROMIUM and DRIVER and importlib.util.find_spec("selenium")):
         pytest.skip("no chromium/chromedriver/selenium to open the site with")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(flag)
-    options.add_argument("--window-size=1400,1000")
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
-    try:
+    with chromium_driver() as driver:
         driver.get((site / "index.html").as_uri())
         for title in ("Getting started", "Metrics", "Command line"):
             link = driver.find_element(By.XPATH, f"//nav//a[normalize-space()='{title}']")
@@ -155,5 +145,3 @@ def _browse_from_file_url(site: Path) -> None:
         WebDriverWait(driver, 20).until(
             lambda d: d.find_elements(By.CSS_SELECTOR, ".md-search-result__item")
         )
-    finally:
-        driver.quit()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
+from ..chromium import CHROMIUM, DRIVER, chromium_driver
+
 LEAD_COPY = Path("/work/serve-screenshot.png")  # one copy for a person to look at
 
 pytestmark = pytest.mark.skipif(
@@ -27,19 +27,9 @@ MESSAGES = [
 
 @pytest.fixture
 def browser():
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(flag)
-    options.add_argument("--window-size=1400,1000")
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
-    try:
+    pytest.importorskip("selenium.webdriver")
+    with chromium_driver() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def test_two_memories_side_by_side_five_turns(serve, browser, tmp_path):
