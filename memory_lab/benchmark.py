@@ -317,8 +317,9 @@ def prepare_run(
     resources: dict[str, str] | None = None,
     max_retries: int | None = None,
 ) -> RunSpec:
-    """The spec of a new run, after the preflight (``preflight``): pricing, cache folder, the
-    models it executes (offline stand-ins in a dry run) with their recorded parameters, the
+    """The spec of a new run, after the preflight (``preflight``): pricing, the context limit
+    (``--context-limit``, by default the answering model's window), cache folder, the models it
+    executes (offline stand-ins in a dry run) with their recorded parameters, the
     grading prompts. ``max_retries`` unset: ``MEMORY_LAB_MAX_RETRIES`` (read here, once)."""
     remember_resources(resources, config.base_url)  # masked in every message from here on
     if isinstance(out, str) and not out.strip():  # Path("") would be the working folder
@@ -329,6 +330,8 @@ def prepare_run(
         raise ValueError("no dialogues to run")
     prices = load_prices(config.prices_file)
     config = price_models(config, prices)
+    window = config.window()  # the requested answering model's, in a dry run too
+    config = config.replace(context_limit=window.limit)  # recorded as the number it gives
     effective = config.offline_stand_ins() if config.dry_run else config
     cache_dir = run_cache_dir(config, effective)
     offline_embedding_model(effective.embeddings)  # ValueError if unknown
@@ -365,7 +368,8 @@ def prepare_run(
         }
         if config.dry_run
         else None,
-        context_limit=config.context_limit,
+        context_limit=window.limit,
+        context_limit_source=window.source,
         jobs=config.jobs,
         pricing=run_pricing(config, prices),
         packages=package_versions(),

@@ -24,6 +24,7 @@ from memory_lab.config import (
 from memory_lab.dialogue import DialogueError
 from memory_lab.redact import redact, redact_logs
 from memory_lab.sources import validate
+from memory_lab.windows import MODEL_WINDOW, parse_limit
 
 DEFAULTS = RunConfig()  # the run options' defaults are RunConfig's
 COMPARISON_FILE = "comparison.html"  # memory-lab report A B ...: in the current folder
@@ -96,7 +97,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         base_url=args.base_url,
         mode=args.mode,
         record_prompts=not args.no_prompts,
-        context_limit=args.context_limit,
+        context_limit=parse_limit(args.context_limit),
         jobs=args.jobs,
         concurrency=args.concurrency,
         executor=args.executor or DEFAULTS.executor,
@@ -342,9 +343,11 @@ def _add_execution_options(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--context-limit",
-        type=int,
-        metavar="TOKENS",
-        help="cut the oldest memory text so no prompt exceeds this many tokens",
+        default=MODEL_WINDOW,
+        metavar="TOKENS|none",
+        help="cut the oldest memory text so no prompt exceeds this many tokens; default "
+        "(model) the answering model's window from memory_lab/data/context_windows.json (the "
+        "offline reader: 128K; a model not listed: no limit); none: never cut",
     )
     run.add_argument(
         "--concurrency",

@@ -187,13 +187,16 @@ def combine(runs: list[Results], names: list[str]) -> Results:
     return Results(path, run, frames["turns"], frames["probes"], frames["cells"], frames["usage"])
 
 
-def compare_summary(runs: list[Results], names: list[str]) -> pd.DataFrame:
-    """Every run's own summary (``results.summarize``), memories labelled ``name/memory``."""
+def compare_summary(
+    runs: list[Results], names: list[str], summaries: list[pd.DataFrame] | None = None
+) -> pd.DataFrame:
+    """Every run's own summary (``results.summarize``, or ``summaries`` already made),
+    memories labelled ``name/memory``."""
+    summaries = summaries or [summarize(r) for r in runs]
     if len(runs) == 1:
-        return summarize(runs[0])
+        return summaries[0]
     parts = []
-    for results, name in zip(runs, names, strict=True):
-        summary = summarize(results)
+    for summary, name in zip(summaries, names, strict=True):
         parts.append(summary.assign(memory=name + "/" + summary["memory"].astype(str)))
     return pd.concat(parts, ignore_index=True)
 
@@ -206,6 +209,7 @@ COMPARED_FIELDS = {
     "judge": lambda s: "none" if s.judge_model is None else str(s.judge_model),
     "priced as": lambda s: f"{s.pricing.llm_model} / {s.pricing.embeddings_model}",
     "mode": lambda s: str(s.mode),
+    "context limit": lambda s: s.context_limit_text or "–",
 }
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory_lab.model_spec import OFFLINE, ModelSpec, is_offline
+from memory_lab.windows import MODEL_WINDOW, ContextWindow, context_window
 
 MODES = ("replay", "live")
 EXECUTORS = ("local", "ray")
@@ -64,7 +65,10 @@ class RunConfig:
     ``judge_prompts``: grading prompt files (``builtin`` names ours; none: ours alone), each
     graded ``judge_runs`` times per probe by ``judge`` at ``judge_temperature``.
     ``answer_style``: the answering prompt, LangChain's ``conversation`` prompt or ``short``
-    (a short-phrase answer, as LoCoMo-style F1 and BLEU scoring expects).
+    (a short-phrase answer, as LoCoMo-style F1 and BLEU scoring expects). ``context_limit``:
+    tokens a prompt may hold (the oldest memory text is cut), None for no limit, or
+    ``MODEL_WINDOW`` (the default) for the answering model's window (``window``); a run
+    records the number it resolved to.
     """
 
     llm: str = OFFLINE
@@ -75,7 +79,7 @@ class RunConfig:
     base_url: str | None = None
     mode: str = "replay"
     record_prompts: bool = True
-    context_limit: int | None = None
+    context_limit: int | str | None = MODEL_WINDOW
     jobs: int = 1
     concurrency: int = 1
     price_model: str | None = None
@@ -117,8 +121,12 @@ class RunConfig:
             raise ConfigError(
                 f"--adversarial must be one of {', '.join(ADVERSARIAL)}, got {self.adversarial!r}"
             )
-        if self.context_limit is not None and self.context_limit < 1:
-            raise ConfigError("--context-limit must be a positive number of tokens")
+        limit = self.context_limit
+        if limit is not None and limit != MODEL_WINDOW and not (_is_whole(limit) and limit >= 1):
+            raise ConfigError(
+                "--context-limit must be a positive whole number of tokens, 'none' or "
+                f"'{MODEL_WINDOW}', got {limit!r}"
+            )
         object.__setattr__(self, "judge_prompts", tuple(self.judge_prompts))
         if not (_is_whole(self.judge_runs) and 1 <= self.judge_runs <= MAX_JUDGE_RUNS):
             raise ConfigError(
@@ -173,6 +181,11 @@ class RunConfig:
             embeddings=self.embeddings if is_offline(self.embeddings) else OFFLINE,
         )
 
+    def window(self) -> ContextWindow:
+        """The prompt limit this configuration gives and where it came from
+        (``windows.context_window``)."""
+        return context_window(self.context_limit, self.llm)
+
     def model(self, role: str) -> ModelSpec:
         """The parsed model of a role: ``reader``, ``embeddings``, ``judge`` or a memory role."""
         if role == "reader":
@@ -189,13 +202,16 @@ class RunConfig:
 
     @classmethod
     def from_json(cls, data: Any, where: str = "run.json") -> RunConfig:
-        """Rebuild from ``to_json`` output; ConfigError naming the file and field otherwise."""
+        """Rebuild from ``to_json`` output; ConfigError naming the file and field otherwise.
+        A config without ``context_limit`` had no limit (not today's default)."""
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: config must be an object, got {type(data).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - names)
         if unknown:
             raise ConfigError(f"{where}: config has unknown field(s): {', '.join(unknown)}")
+        # a config from before the window default recorded its limit or ran without one
+        data = {"context_limit": None, **data}
         try:
             return cls(**data)
         except TypeError as exc:

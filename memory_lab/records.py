@@ -49,6 +49,7 @@ class TurnRecord(_Record):
     context_tokens: int = 0
     completion_tokens: int = 0
     truncated: bool = False
+    context_cut_tokens: int = 0  # memory text the context limit cut from the prompt
     memory_llm_calls: int = 0
     memory_cache_hits: int = 0
     memory_input_tokens: int = 0
@@ -107,6 +108,7 @@ class ProbeRecord(_Record):
     recall_seconds: float  # reading memory for the prompt (search latency; part of seconds)
     answer_seconds: float  # the answering model's call (recall + answer: total latency)
     prompt: str
+    context_cut_tokens: int = 0  # memory text the context limit cut from the prompt
     evidence: list[str] = field(default_factory=list)
     evidence_recall: float | None = None  # share of evidence turns the context carries
     recalled_turns: list[str] | None = None  # source turn ids the memory reported, if any

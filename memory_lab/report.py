@@ -21,7 +21,7 @@ from memory_lab.charts import CHARTS, chart_style, memory_order
 from memory_lab.compare import combine, compare_summary, differences, run_names
 from memory_lab.headline import headline
 from memory_lab.published import is_locomo_run, published_locomo
-from memory_lab.results import Results, read_results, summarize_by_category
+from memory_lab.results import Results, read_results, summarize, summarize_by_category
 from memory_lab.run_spec import RunSpec
 from memory_lab.stats import holm, mcnemar_exact, paired_difference_ci
 from memory_lab.tables import summary_notes
@@ -117,6 +117,7 @@ def _run_section(spec: RunSpec | None, name: str | None = None) -> str:
         ("embeddings", model("embeddings")),
         ("tokenizer", models.tokenizer),
         ("priced as", f"{pricing.llm_model} / {pricing.embeddings_model}"),
+        ("context limit", spec.context_limit_text),
         ("dialogue sources", ", ".join(spec.dialogue_sources)),
         ("python / platform", f"{spec.python} / {spec.platform}"),
     ]
@@ -541,13 +542,20 @@ def _differences_section(diffs: list[tuple[str, dict[str, str]]], names: list[st
     )
 
 
-def _notes(runs: list[Results], names: list[str]) -> list[str]:
-    """The summary's notes (``tables.summary_notes``) of every run: a note every run shares
-    once, any other naming its run."""
+def _notes(
+    runs: list[Results],
+    names: list[str],
+    summaries: list[pd.DataFrame],
+    kinds: tuple[str, ...] | None = None,
+) -> list[str]:
+    """The summary's notes (``tables.summary_notes``, from each run's own ``summaries``; of
+    ``kinds`` only, when given) of every run: a note every run shares once, any other naming
+    its run."""
     said = [
         (n, note)
-        for r, n in zip(runs, names, strict=True)
-        for note in summary_notes(r.spec).values()
+        for r, n, s in zip(runs, names, summaries, strict=True)
+        for kind, note in summary_notes(r.spec, s).items()
+        if kinds is None or kind in kinds
     ]
     out = []
     for name, note in said:
@@ -560,11 +568,12 @@ def comparison(runs: list[Results], names: list[str]) -> dict[str, Any]:
     """What a report (or ``memory-lab view``) shows of one or several runs: the combined
     results, the summary, paired differences on shared probes, the headline and the notes."""
     results = combine(runs, names)
-    summary = compare_summary(runs, names)
+    own = [summarize(r) for r in runs]
+    summary = compare_summary(runs, names, own)
     pairs = paired_comparison(results)
     pairs = pairs[pairs["probes"] > 0].reset_index(drop=True) if len(pairs) else pairs
-    notes = _notes(runs, names)
-    stand_in = [n for n in notes if "offline reader" in n]
+    notes = _notes(runs, names, own)
+    stand_in = _notes(runs, names, own, ("reader",))
     judges = [r.spec.judge_model for r in runs if r.spec is not None]
     if any(j is not None and j.offline for j in judges):
         stand_in.append(OFFLINE_JUDGE_NOTE)

@@ -180,7 +180,27 @@ LATENCY_COLUMNS = [
     "memory_tokens_held",
 ]
 
-TIMING_COLUMNS = ("seconds", *LATENCY_COLUMNS[:4])  # summary columns that vary run to run
+TIMING_COLUMNS = ("seconds", *LATENCY_COLUMNS[:4])
+CUT_COLUMNS = ["prompts", "prompts_cut", "context_cut_tokens"]
+
+
+def context_cuts(turns: pd.DataFrame, probes: pd.DataFrame) -> dict[str, float]:
+    """What the context limit cut from one memory's prompts (``CUT_COLUMNS``): ``prompts``, the
+    prompts of its user turns and probes (every probe, adversarial ones too); ``prompts_cut``,
+    those whose memory text was cut (``truncated``); ``context_cut_tokens``, the tokens cut
+    from them, NaN when the records do not say (a run from before they did)."""
+    turns = turns[turns["prompt_tokens"] > 0] if len(turns) else turns
+    frames = [f for f in (turns, probes) if len(f)]
+    if not frames:
+        return {"prompts": 0, "prompts_cut": 0, "context_cut_tokens": 0}
+    cut = sum(int(f["truncated"].eq(True).sum()) for f in frames)
+    tokens = pd.concat([pd.to_numeric(f["context_cut_tokens"], errors="coerce") for f in frames])
+    unknown = cut and tokens.isna().all()
+    return {
+        "prompts": sum(len(f) for f in frames),
+        "prompts_cut": cut,
+        "context_cut_tokens": math.nan if unknown else int(tokens.fillna(0).sum()),
+    }  # summary columns that vary run to run
 
 
 def percentiles(values: pd.Series, qs: tuple[float, ...] = (50, 95)) -> list[float]:
@@ -246,6 +266,7 @@ SUMMARY_COLUMNS = [
     "est_cost_usd",
     "seconds",
     *LATENCY_COLUMNS,
+    *CUT_COLUMNS,
 ]
 
 
@@ -285,6 +306,8 @@ def summarize(results: Results) -> pd.DataFrame:
     tokens at the embedding model's price, as named in ``run.json``. Latency (p50 and p95 of
     search and total seconds per query), tokens per query and the footprint at the dialogue's
     end close the row (``latency_and_footprint``).
+
+    What the context limit cut closes it (``context_cuts``): prompts, prompts cut, tokens cut.
 
     Rank-aware retrieval: the ``RANK_SCORES`` (LongMemEval's recall@k and NDCG@k at turn and
     session level, ``memory_lab.rank_scores``), means over answerable probes with evidence; NaN
@@ -357,6 +380,7 @@ def summarize(results: Results) -> pd.DataFrame:
                 "est_cost_usd": float(cost),
                 "seconds": float(t["seconds"].sum() + (p["seconds"].sum() if n else 0)),
                 **latency_and_footprint(_of(results.probes, memory), _of(results.cells, memory)),
+                **context_cuts(t, _of(results.probes, memory)),
             }
         )
     summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)

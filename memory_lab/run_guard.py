@@ -48,6 +48,7 @@ CHECKSUM_FIELDS = (
     "judge",
     "dry_run",
     "context_limit",
+    "context_limit_source",
     "pricing",
 )
 

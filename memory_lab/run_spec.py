@@ -33,6 +33,7 @@ from memory_lab.records import accepts, field_checks
 from memory_lab.redact import has_redacted_credentials, redact, redact_value
 from memory_lab.run_guard import check_config
 from memory_lab.sources import load_dialogues
+from memory_lab.windows import describe
 
 __all__ = [
     "DialogueEntry",
@@ -354,7 +355,8 @@ class RunSpec(_Record):
     judge: dict[str, Any] | None = None
     concurrency: int | None = None
     dry_run: dict[str, str] | None = None
-    context_limit: int | None = None
+    context_limit: int | None = None  # the tokens a prompt may hold (None: no limit)
+    context_limit_source: str | None = None  # given, model, none, unknown (windows.SOURCES)
     jobs: int | None = None
     pricing: Pricing = field(default_factory=Pricing)
     packages: dict[str, str] = field(default_factory=dict)
@@ -492,6 +494,17 @@ class RunSpec(_Record):
     def reader_model(self) -> ModelSpec:
         """The answering model the run executed (``models.llm``; the config's when absent)."""
         return self.models.llm if "llm" not in self.models.absent else self.config.model("reader")
+
+    @property
+    def context_limit_text(self) -> str | None:
+        """The run's context limit in words (``windows.describe``); None when run.json records
+        neither the limit nor its source (a run from before either was recorded)."""
+        if "context_limit" in self.absent and "context_limit_source" in self.absent:
+            return None
+        absent = "context_limit_source" in self.absent
+        return describe(
+            self.context_limit, None if absent else self.context_limit_source, self.config.llm
+        )
 
     @property
     def judge_model(self) -> ModelSpec | None:

@@ -271,7 +271,8 @@ class PromptMemory(BaseMemory):
     It asks the memory to recall for the chain's input (with the session the runner set),
     renders the ``Recall`` into the ``history`` text, and, with a ``limit``, drops the oldest
     part of that text at a line boundary so template + context + input fit in ``limit`` tokens
-    (``truncated`` is then set). ``context`` and ``recall`` keep what the last prompt held,
+    (``truncated`` is then set, and ``cut_tokens`` is the tokens dropped: the whole text's count
+    less the kept text's). ``context`` and ``recall`` keep what the last prompt held,
     ``recall_seconds`` how long reading it took (recall, rendering and any cut).
     """
 
@@ -283,6 +284,7 @@ class PromptMemory(BaseMemory):
     context: str = ""
     recall: Recall | None = None
     truncated: bool = False
+    cut_tokens: int = 0
     recall_seconds: float = 0.0
 
     @property
@@ -294,15 +296,17 @@ class PromptMemory(BaseMemory):
         text = str(inputs.get(INPUT_KEY, ""))
         self.recall = self.memory.recall(Query(text, self.session_id, self.session_date))
         context = render_recall(self.recall)
-        self.truncated = False
+        self.truncated, self.cut_tokens = False, 0
         if self.limit is not None:
             budget = self.limit - count_tokens(render_prompt("", text, self.style))
-            self.truncated = count_tokens(context) > budget
+            whole = count_tokens(context)
+            self.truncated = whole > budget
             if self.truncated:
                 ids = token_ids(context)
                 kept = encoding().decode(ids[len(ids) - max(0, budget) :]) if budget > 0 else ""
                 cut = kept.find("\n")
                 context = kept[cut + 1 :] if cut != -1 else ""
+                self.cut_tokens = whole - count_tokens(context)
         self.context = context
         self.recall_seconds = time.perf_counter() - started
         return {MEMORY_KEY: context}
@@ -366,6 +370,7 @@ class Recalled:
     usage: Usage
     seconds: float
     recall_seconds: float = 0.0  # the memory read alone (``PromptMemory.recall_seconds``)
+    cut_tokens: int = 0  # memory text the context limit dropped (``PromptMemory.cut_tokens``)
 
 
 class Cell:
@@ -417,7 +422,7 @@ class Cell:
         self.memory = build_memory(spec, self.resources)
         self.resources.on_close(self.memory.close)
         self.view = PromptMemory(
-            memory=self.memory, limit=config.context_limit, style=config.answer_style
+            memory=self.memory, limit=config.window().limit, style=config.answer_style
         )
         # answerer 0 is the cell's own reader and judge: its chain over ``view`` replays live
         # turns (``_invoke``), its chain over a fixed context answers probes
@@ -581,6 +586,7 @@ class Cell:
             record.context_tokens = count_tokens(self.view.context)
             record.completion_tokens = answer.output_tokens or count_tokens(reply)
             record.truncated = self.view.truncated
+            record.context_cut_tokens = self.view.cut_tokens
             record.reply = reply
             record.recall_seconds = self.view.recall_seconds
             if self.models.config.record_prompts:
@@ -593,6 +599,7 @@ class Cell:
             record.context_tokens = count_tokens(context)
             record.completion_tokens = count_tokens(ex.assistant)
             record.truncated = self.view.truncated
+            record.context_cut_tokens = self.view.cut_tokens
             record.recall_seconds = self.view.recall_seconds
             if self.models.config.record_prompts:
                 record.prompt = prompt
@@ -642,9 +649,17 @@ class Cell:
         self.maintenance()
         context = self.memory_context(probe.question)
         usage, _ = self.maintenance()
-        recall, truncated = self.view.recall, self.view.truncated
+        view = self.view
         seconds = time.perf_counter() - started
-        return Recalled(context, recall, truncated, usage, seconds, self.view.recall_seconds)
+        return Recalled(
+            context,
+            view.recall,
+            view.truncated,
+            usage,
+            seconds,
+            view.recall_seconds,
+            view.cut_tokens,
+        )
 
     def answer(
         self, probe: Probe, ex: Exchange, recalled: Recalled, answerer: Answerer
@@ -698,6 +713,7 @@ class Cell:
             cache_hit=answer_usage.cache_hits > 0,
             context_tokens=count_tokens(context),
             truncated=recalled.truncated,
+            context_cut_tokens=recalled.cut_tokens,
             memory_tokens=memory_usage.total,
             embedding_tokens=memory_usage.embedding_tokens,
             seconds=0.0,

@@ -61,15 +61,16 @@ def format_summary(summary: pd.DataFrame, run: Run = None) -> str:
         )
     lines += format_latency(summary, width)
     spec = _spec(run)
-    notes = summary_notes(spec)
-    lines += [notes[k] for k in ("reader", "price") if k in notes]
+    notes = summary_notes(spec, summary)
+    lines += [notes[k] for k in ("reader", "price", "window") if k in notes]
     lines += format_judge_summary(summary, spec)  # --judge: J, its spread and agreement
     return "\n".join(lines)
 
 
-def summary_notes(run: Run) -> dict[str, str]:
+def summary_notes(run: Run, summary: pd.DataFrame | None = None) -> dict[str, str]:
     """The notes under a run's summary table, by kind: ``reader`` (recall is the offline
-    reader's, when it is) and ``price`` (what est. cost is priced as, when run.json names it).
+    reader's, when it is), ``price`` (what est. cost is priced as, when run.json names it) and
+    ``window`` (the context limit and, from the run's ``summary``, what it cut: ``window_note``).
     The terminal prints them under its table, the report under its own."""
     spec = _spec(run)
     notes = {}
@@ -83,7 +84,41 @@ def summary_notes(run: Run) -> dict[str, str]:
             f"est. cost is an estimate: LLM tokens priced as {spec.pricing.llm_model}, "
             f"embedded tokens as {spec.pricing.embeddings_model} (memory_lab/data/prices.json)."
         )
+    window = window_note(spec, summary)
+    if window:
+        notes["window"] = window
     return notes
+
+
+def compact(tokens: float) -> str:
+    """A token count as a note says it: 950, 12,400, 312K, 3.1M."""
+    if tokens >= 1e6:
+        return f"{tokens / 1e6:.1f}M"
+    return f"{tokens / 1e3:.0f}K" if tokens >= 1e5 else f"{tokens:,.0f}"
+
+
+def window_note(spec: RunSpec | None, summary: pd.DataFrame | None) -> str | None:
+    """The run's context limit (``windows.describe``) and, per memory whose prompts it cut, how
+    many and how many tokens: beyond the window a "full context" is a truncated one. None for a
+    run that recorded no limit and no source (before both were recorded)."""
+    if spec is None or (spec.context_limit is None and "context_limit_source" in spec.absent):
+        return None
+    note = f"context limit: {spec.context_limit_text}"
+    if spec.context_limit is None:
+        return note + "; no prompt was cut."
+    rows = [] if summary is None or "prompts_cut" not in summary else summary.to_dict("records")
+    cut = [r for r in rows if r["prompts_cut"] and not pd.isna(r["prompts_cut"])]
+    if not cut:
+        return note + "; no prompt was cut."
+    parts = []
+    for r in cut:
+        tokens = r["context_cut_tokens"]
+        told = "tokens cut not recorded" if pd.isna(tokens) else f"{compact(tokens)} tokens cut"
+        parts.append(f"{r['memory']}: {r['prompts_cut']:,} of {r['prompts']:,} prompts cut, {told}")
+    return (
+        f'{note}. {"; ".join(parts)}. Beyond the limit a memory\'s "full context" is a '
+        "truncated context: its oldest text was dropped."
+    )
 
 
 def format_latency(summary: pd.DataFrame, width: int = 28) -> list[str]:
