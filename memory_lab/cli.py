@@ -21,6 +21,7 @@ from memory_lab.config import (
     named_values,
 )
 from memory_lab.dialogue import DialogueError
+from memory_lab.importers import FORMATS
 from memory_lab.redact import redact, redact_logs
 from memory_lab.sources import validate
 
@@ -45,6 +46,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         if not factory.params:
             print("      (no parameters)")
     print("\nBuilt-in dialogue suites: " + ", ".join(f"builtin:{s}" for s in builtin_suites()))
+    print("Dataset formats (docs/importers.md): " + ", ".join(f"{f}:PATH" for f in FORMATS))
     return 0
 
 
@@ -451,7 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_parser(sub)
 
     imp = sub.add_parser("import", help="convert a foreign dataset into dialogue YAML files")
-    imp.add_argument("format", choices=["locomo", "longmemeval"])
+    imp.add_argument("format", choices=FORMATS, help="the dataset's format")
     imp.add_argument("path", type=Path, help="dataset file, folder or zip")
     imp.add_argument("--out", type=Path, required=True, help="folder for the YAML files")
     imp.add_argument(
@@ -459,7 +461,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="importer option, e.g. categories=swapped for locomo",
+        help="importer option, e.g. categories=swapped for locomo, scale=100K or "
+        "conversations=1-3+7 for beam",
     )
     imp.set_defaults(func=_cmd_import)
 
