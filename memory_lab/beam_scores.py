@@ -443,6 +443,7 @@ def score_run(
                     "tau_norm": q.tau_norm,
                     "graded": q.graded,
                     "items": len(q.grades),
+                    "evidence_recall": _number(p.get("evidence_recall")),
                 }
             )
     if not rows:
@@ -450,9 +451,25 @@ def score_run(
     return rows
 
 
+def _number(value: Any) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(value) else value
+
+
+def _recall_cell(rows: Sequence[dict[str, Any]]) -> str:
+    """Mean evidence recall of the probes with evidence, and how many of them there are."""
+    values = [r["evidence_recall"] for r in rows if r.get("evidence_recall") is not None]
+    mean = f"{100 * sum(values) / len(values):5.1f}%" if values else "    —"
+    return f"{mean} ({len(values)}/{len(rows)})"
+
+
 def format_beam_table(rows: Sequence[dict[str, Any]], judge: str) -> str:
     """Per memory and scale, each ability's BEAM score under each protocol (percent), with the
-    rubric items graded; the mean over abilities as BEAM's papers report it."""
+    rubric items graded and the run's evidence recall; the mean over abilities as BEAM's papers
+    report it."""
     protocols = list(dict.fromkeys(r["protocol"] for r in rows))
     means = {p: ability_means([r for r in rows if r["protocol"] == p]) for p in protocols}
     offline = judge == "offline"
@@ -468,9 +485,8 @@ def format_beam_table(rows: Sequence[dict[str, Any]], judge: str) -> str:
     for memory, scale in dict.fromkeys((r["memory"], r["scale"]) for r in rows):
         mine = [r for r in rows if r["memory"] == memory and r["scale"] == scale]
         lines.append(f"\n  {memory} @ {scale}")
-        lines.append(
-            "    " + f"{'ability':26}" + "".join(f"{p:>11}" for p in protocols) + "  graded items"
-        )
+        head = "".join(f"{p:>11}" for p in protocols)
+        lines.append(f"    {'ability':26}{head}  graded items  evidence recall (probes with it)")
         for ability in [*ABILITIES, "mean"]:
             cells = []
             for p in protocols:
@@ -483,7 +499,6 @@ def format_beam_table(rows: Sequence[dict[str, Any]], judge: str) -> str:
             these = [r for r in mine if (ability == "mean" or r["ability"] == ability)]
             these = [r for r in these if r["protocol"] == protocols[0]]
             graded = f"{sum(r['graded'] for r in these)}/{sum(r['items'] for r in these)}"
-            lines.append(
-                "    " + f"{ability:26}" + "".join(f"{c:>11}" for c in cells) + f"  {graded}"
-            )
+            body = "".join(f"{c:>11}" for c in cells)
+            lines.append(f"    {ability:26}{body}  {graded:>12}  {_recall_cell(these)}")
     return "\n".join(lines)

@@ -291,6 +291,8 @@ def test_beam_scores_command_scores_a_run_offline_and_with_a_judge(tmp_path, cap
     text = capsys.readouterr().out
     assert "OFFLINE: only value nuggets graded" in text and "buffer @ 100K" in text
     assert "summarization" in text and "—" in text  # ungraded, not zero
+    # the run's evidence recall beside it: a buffer carries every evidence turn
+    assert "knowledge_update" in text and "100.0% (2/2)" in text and "100.0% (16/20)" in text
     rows = list(csv.DictReader(open(out / "beam_scores.csv")))
     assert len(rows) == 2 * 10 * 2 and {r["protocol"] for r in rows} == {"reference", "corrected"}
     # a model judge needs the user's BEAM copy: one line
