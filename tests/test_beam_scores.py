@@ -270,6 +270,7 @@ def test_beam_scores_command_scores_a_run_offline_and_with_a_judge(tmp_path, cap
 
     from memory_lab import read_results
     from memory_lab.cli import main
+    from memory_lab.results import summarize_by_category
 
     from .importers.beam_fixture import chats
 
@@ -286,6 +287,8 @@ def test_beam_scores_command_scores_a_run_offline_and_with_a_judge(tmp_path, cap
     with_evidence = answerable[answerable["evidence"].map(len) > 0]
     assert len(with_evidence) == 2 * 8 and with_evidence["evidence_recall"].notna().all()
     assert (with_evidence["evidence_recall"] == 1).all()  # a buffer holds the whole chat
+    table = summarize_by_category(read_results(out))
+    assert "beam_ability=event_ordering" in set(table["source_category"])  # apart from temporal
     capsys.readouterr()
     assert main(["beam-scores", str(out)]) == 0
     text = capsys.readouterr().out
