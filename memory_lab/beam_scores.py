@@ -501,4 +501,29 @@ def format_beam_table(rows: Sequence[dict[str, Any]], judge: str) -> str:
             graded = f"{sum(r['graded'] for r in these)}/{sum(r['items'] for r in these)}"
             body = "".join(f"{c:>11}" for c in cells)
             lines.append(f"    {ability:26}{body}  {graded:>12}  {_recall_cell(these)}")
+    lines += published_lines(sorted({r["scale"] for r in rows}, key=_scale_order))
     return "\n".join(lines)
+
+
+def _scale_order(scale: str) -> int:
+    from memory_lab.importers.beam import SCALES
+
+    return SCALES.index(scale) if scale in SCALES else len(SCALES)
+
+
+def published_lines(scales: Sequence[str]) -> list[str]:
+    """Published BEAM figures of other systems at ``scales``, labelled as such."""
+    from memory_lab.published import published_beam
+
+    data = published_beam()
+    lines = [
+        "\n  Published BEAM figures of other systems (vendors' own numbers, other answering "
+        "models, judges and protocols; not comparable digit for digit):"
+    ]
+    for scale in scales:
+        rows = [r for r in data["rows"] if r["scale"] == scale]
+        if not rows:
+            lines.append(f"    {scale}: none published in memory_lab/data/published_beam.json")
+        for r in rows:
+            lines.append(f"    {scale}: {r['system']:36} {r['score']:5.1f}%  {r['source']}")
+    return lines

@@ -20,6 +20,7 @@ from memory_lab.beam_scores import (
     kendall_tau_b,
     load_beam_prompts,
     parse_judge_output,
+    published_lines,
     score_question,
     value_of,
 )
@@ -319,3 +320,15 @@ def test_beam_scores_command_scores_a_run_offline_and_with_a_judge(tmp_path, cap
         r for r in rows if r["ability"] == "event_ordering" and r["conversation"].endswith("-1")
     ]
     assert eo["judge_score"] == "0.5" and eo["tau_norm"] != "" and eo["score"] == eo["tau_norm"]
+
+
+def test_published_figures_are_shown_per_scale_with_their_source_and_label():
+    from memory_lab.importers.beam import SCALES
+    from memory_lab.published import published_beam
+
+    rows = published_beam()["rows"]
+    assert rows and all(r["scale"] in SCALES and r["source"].startswith("https://") for r in rows)
+    lines = "\n".join(published_lines(["100K", "10M"]))
+    assert "vendors' own numbers" in lines and "not comparable digit for digit" in lines
+    assert "100K: none published" in lines
+    assert "10M: Hindsight" in lines and "64.1%" in lines and "1M:" not in lines
