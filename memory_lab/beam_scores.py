@@ -408,12 +408,21 @@ def ability_means(rows: Sequence[dict[str, Any]]) -> dict[tuple[str, str, str], 
 def score_run(
     results_dir: str | Path, grader: Any, protocols: Sequence[str], template: str = ""
 ) -> list[dict[str, Any]]:
-    """Every BEAM probe of a run scored under each protocol: one row per (probe, protocol) with
-    memory, scale, conversation, ability, probe, protocol, score, judge_score, tau_norm, graded
-    and items. ValueError when the run has no BEAM probe."""
+    """``score_probes`` of a results folder; ValueError when the run has no BEAM probe."""
     from memory_lab.results import read_results
 
-    probes = read_results(results_dir).probes
+    rows = score_probes(read_results(results_dir).probes, grader, protocols, template)
+    if not rows:
+        raise ValueError(f"{results_dir}: no BEAM probes in this run")
+    return rows
+
+
+def score_probes(
+    probes: Any, grader: Any, protocols: Sequence[str], template: str = ""
+) -> list[dict[str, Any]]:
+    """Every BEAM probe of a run's probe table scored under each protocol: one row per (probe,
+    protocol) with memory, scale, conversation, ability, probe, protocol, score, judge_score,
+    tau_norm, graded, items and the run's evidence_recall."""
     rows = []
     for _, p in probes.iterrows() if not probes.empty else ():
         meta = p.get("probe_metadata")
@@ -446,8 +455,6 @@ def score_run(
                     "evidence_recall": _number(p.get("evidence_recall")),
                 }
             )
-    if not rows:
-        raise ValueError(f"{results_dir}: no BEAM probes in this run")
     return rows
 
 
@@ -459,50 +466,72 @@ def _number(value: Any) -> float | None:
     return None if math.isnan(value) else value
 
 
-def _recall_cell(rows: Sequence[dict[str, Any]]) -> str:
-    """Mean evidence recall of the probes with evidence, and how many of them there are."""
-    values = [r["evidence_recall"] for r in rows if r.get("evidence_recall") is not None]
-    mean = f"{100 * sum(values) / len(values):5.1f}%" if values else "    —"
-    return f"{mean} ({len(values)}/{len(rows)})"
-
-
-def format_beam_table(rows: Sequence[dict[str, Any]], judge: str) -> str:
-    """Per memory and scale, each ability's BEAM score under each protocol (percent), with the
-    rubric items graded and the run's evidence recall; the mean over abilities as BEAM's papers
-    report it."""
+def table_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per memory, scale and ability (then ``mean``, over abilities, as BEAM's papers report
+    it): the BEAM score of each protocol (None: nothing graded), the rubric items graded and the
+    run's evidence recall (``recall``: mean over probes with evidence; ``with_evidence``)."""
     protocols = list(dict.fromkeys(r["protocol"] for r in rows))
     means = {p: ability_means([r for r in rows if r["protocol"] == p]) for p in protocols}
-    offline = judge == "offline"
-    lines = [
-        f"BEAM scores ({judge} judge; {', '.join(protocols)} protocol"
-        + (
-            "; OFFLINE: only value nuggets graded, by answer matching, the rest ungraded"
-            if offline
-            else ""
-        )
-        + ")"
-    ]
+    out = []
     for memory, scale in dict.fromkeys((r["memory"], r["scale"]) for r in rows):
-        mine = [r for r in rows if r["memory"] == memory and r["scale"] == scale]
-        lines.append(f"\n  {memory} @ {scale}")
-        head = "".join(f"{p:>11}" for p in protocols)
-        lines.append(f"    {'ability':26}{head}  graded items  evidence recall (probes with it)")
+        mine = [
+            r
+            for r in rows
+            if (r["memory"], r["scale"], r["protocol"]) == (memory, scale, protocols[0])
+        ]
         for ability in [*ABILITIES, "mean"]:
-            cells = []
+            scores = {}
             for p in protocols:
                 if ability == "mean":
                     vals = [v for (m, s, _), v in means[p].items() if (m, s) == (memory, scale)]
-                    value = sum(vals) / len(vals) if vals else None
+                    scores[p] = sum(vals) / len(vals) if vals else None
                 else:
-                    value = means[p].get((memory, scale, ability))
-                cells.append("—" if value is None else f"{100 * value:10.1f}%")
-            these = [r for r in mine if (ability == "mean" or r["ability"] == ability)]
-            these = [r for r in these if r["protocol"] == protocols[0]]
-            graded = f"{sum(r['graded'] for r in these)}/{sum(r['items'] for r in these)}"
-            body = "".join(f"{c:>11}" for c in cells)
-            lines.append(f"    {ability:26}{body}  {graded:>12}  {_recall_cell(these)}")
+                    scores[p] = means[p].get((memory, scale, ability))
+            these = [r for r in mine if ability == "mean" or r["ability"] == ability]
+            recalls = [r["evidence_recall"] for r in these if r.get("evidence_recall") is not None]
+            out.append(
+                {
+                    "memory": memory,
+                    "scale": scale,
+                    "ability": ability,
+                    "scores": scores,
+                    "graded": sum(r["graded"] for r in these),
+                    "items": sum(r["items"] for r in these),
+                    "recall": sum(recalls) / len(recalls) if recalls else None,
+                    "with_evidence": len(recalls),
+                    "probes": len(these),
+                }
+            )
+    return out
+
+
+OFFLINE_LABEL = "OFFLINE: only value nuggets graded, by answer matching, the rest ungraded"
+
+
+def format_beam_table(rows: Sequence[dict[str, Any]], judge: str) -> str:
+    """``table_rows`` as text: per memory and scale, each ability's BEAM score under each
+    protocol (percent), the rubric items graded and the run's evidence recall; then the
+    published figures at the run's scales."""
+    protocols = list(dict.fromkeys(r["protocol"] for r in rows))
+    label = f"; {OFFLINE_LABEL}" if judge == "offline" else ""
+    lines = [f"BEAM scores ({judge} judge; {', '.join(protocols)} protocol{label})"]
+    head = "".join(f"{p:>11}" for p in protocols)
+    for t in table_rows(rows):
+        if t["ability"] == ABILITIES[0]:
+            lines.append(f"\n  {t['memory']} @ {t['scale']}")
+            lines.append(
+                f"    {'ability':26}{head}  graded items  evidence recall (probes with it)"
+            )
+        body = "".join(f"{_pct(v, 10):>11}" for v in t["scores"].values())
+        graded = f"{t['graded']}/{t['items']}"
+        recall = f"{_pct(t['recall'], 5)} ({t['with_evidence']}/{t['probes']})"
+        lines.append(f"    {t['ability']:26}{body}  {graded:>12}  {recall}")
     lines += published_lines(sorted({r["scale"] for r in rows}, key=_scale_order))
     return "\n".join(lines)
+
+
+def _pct(value: float | None, width: int) -> str:
+    return "—".rjust(width) if value is None else f"{100 * value:{width - 1}.1f}%"
 
 
 def _scale_order(scale: str) -> int:
@@ -511,17 +540,22 @@ def _scale_order(scale: str) -> int:
     return SCALES.index(scale) if scale in SCALES else len(SCALES)
 
 
-def published_lines(scales: Sequence[str]) -> list[str]:
-    """Published BEAM figures of other systems at ``scales``, labelled as such."""
+def published_rows(scales: Sequence[str]) -> list[dict[str, Any]]:
+    """The bundled published BEAM figures (``memory_lab.published.published_beam``) at
+    ``scales``."""
     from memory_lab.published import published_beam
 
-    data = published_beam()
+    return [r for r in published_beam()["rows"] if r["scale"] in scales]
+
+
+def published_lines(scales: Sequence[str]) -> list[str]:
+    """Published BEAM figures of other systems at ``scales``, labelled as such."""
     lines = [
         "\n  Published BEAM figures of other systems (vendors' own numbers, other answering "
         "models, judges and protocols; not comparable digit for digit):"
     ]
     for scale in scales:
-        rows = [r for r in data["rows"] if r["scale"] == scale]
+        rows = published_rows([scale])
         if not rows:
             lines.append(f"    {scale}: none published in memory_lab/data/published_beam.json")
         for r in rows:

@@ -271,6 +271,7 @@ def test_beam_scores_command_scores_a_run_offline_and_with_a_judge(tmp_path, cap
 
     from memory_lab import read_results
     from memory_lab.cli import main
+    from memory_lab.report import render_report
     from memory_lab.results import summarize_by_category
 
     from .importers.beam_fixture import chats
@@ -297,6 +298,9 @@ def test_beam_scores_command_scores_a_run_offline_and_with_a_judge(tmp_path, cap
     assert "summarization" in text and "—" in text  # ungraded, not zero
     # the run's evidence recall beside it: a buffer carries every evidence turn
     assert "knowledge_update" in text and "100.0% (2/2)" in text and "100.0% (16/20)" in text
+    html = render_report(read_results(out))
+    assert "<h2>BEAM by ability</h2>" in html and "OFFLINE: only value nuggets graded" in html
+    assert "id=published-beam" in html and "BEAM corrected (offline)" in html
     rows = list(csv.DictReader(open(out / "beam_scores.csv")))
     assert len(rows) == 2 * 10 * 2 and {r["protocol"] for r in rows} == {"reference", "corrected"}
     # a model judge needs the user's BEAM copy: one line
