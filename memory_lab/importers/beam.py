@@ -5,9 +5,11 @@ folder (numbered conversation folders) or one conversation folder (``probing_que
 probing_questions.json`` and the chat). Each conversation becomes one dialogue:
 
 - the chat is ``chat_trunecated.json`` when the folder has it (BEAM's own answer generation
-  reads that one), else ``chat.json``; a 10M conversation is its ``plan-0`` ... ``plan-9``
-  folders' ``chat.json`` in plan order, message ids shifted as BEAM's ``combine_10m_chats``
-  does (plan k's ids follow plan k-1's last id), which is how its questions name them;
+  reads that one), else, at 10M, the ``plan-0`` ... ``plan-9`` folders' ``chat.json`` in plan
+  order, message ids shifted as BEAM's ``combine_10m_chats`` does (plan k's ids follow plan
+  k-1's last id), which is how its questions name them, else ``chat.json``; a 10M file in
+  BEAM's combined form (``[{"plan-1": [batches]}, ...]``, ids already shifted) is read plan by
+  plan;
 - every batch is a session (``b<N>``, ``p<plan>-b<N>`` at 10M) dated by the first
   ``time_anchor`` of its messages (``March-15-2024`` -> ``2024-03-15``); every message is a turn
   with id ``c<chat id>``, its content as given;
@@ -204,6 +206,9 @@ def _chat_files(folder: Path) -> list[tuple[str, Path]]:
         ((int(m.group(1)), p) for p in folder.iterdir() if (m := _PLAN.match(p.name))),
         key=lambda x: x[0],
     )
+    truncated = folder / "chat_trunecated.json"
+    if truncated.is_file():
+        return [("", truncated)]
     if plans:
         for expected, (n, _) in enumerate(plans):
             if n != expected:
@@ -214,8 +219,7 @@ def _chat_files(folder: Path) -> list[tuple[str, Path]]:
                     "missing: the 10M plans must run plan-0, plan-1, ... in order",
                 )
         return [(f"p{n}-", p / "chat.json") for n, p in plans]
-    truncated = folder / "chat_trunecated.json"
-    return [("", truncated if truncated.is_file() else folder / "chat.json")]
+    return [("", folder / "chat.json")]
 
 
 def _date(anchor: Any) -> str:
@@ -312,11 +316,31 @@ def _sessions(
                 "conversation is needed: its ids number the evidence)",
             )
         chat = read_json(str(file), lambda f=file: budget.read_file(f))
+        combined = _combined_plans(chat)
+        if combined is not None:  # BEAM's own concatenation: ids already shifted
+            for n, plan in combined:
+                sessions += _plan_sessions(
+                    f"{file} plan-{n + 1}", f"p{n}-", plan, 0, texts, report
+                )[0]
+            continue
         offset = last_id + 1 if last_id != 0 else 0  # as combine_10m_chats
         part, last = _plan_sessions(str(file), label, chat, offset, texts, report)
         sessions += part
         last_id = last if last >= 0 else last_id
     return sessions
+
+
+def _combined_plans(chat: Any) -> list[tuple[int, Any]] | None:
+    """The plans of a 10M ``chat.json``/``chat_trunecated.json`` as BEAM writes it (a list of
+    ``{"plan-N": [batches]}``, N from 1, ids already shifted), as (N - 1, batches); None for a
+    list of batches."""
+    if not isinstance(chat, list) or not chat:
+        return None
+    keys = [next(iter(p)) if isinstance(p, dict) and len(p) == 1 else "" for p in chat]
+    matches = [re.fullmatch(r"plan-([0-9]{1,3})", k) for k in keys]
+    if not all(matches):
+        return None
+    return [(int(m.group(1)) - 1, plan[k]) for m, plan, k in zip(matches, chat, keys, strict=True)]
 
 
 def _evidence_ids(name: str, where: str, raw: Any) -> list[int]:

@@ -278,3 +278,24 @@ def test_import_command_writes_yaml_that_validates_and_list_names_beam(tmp_path,
     assert "3 dialogue(s), 24 turn(s), 30 probe(s)" in err and "by ability: abstention 3," in err
     assert main(["list"]) == 0
     assert "beam:PATH" in capsys.readouterr().out
+
+
+def test_ten_m_combined_truncated_chat_is_read_plan_by_plan_with_its_own_ids(tmp_path):
+    folder = ten_m(tmp_path / "10M" / "1", plans=2)
+    whole = _one(folder)
+    # BEAM's combined form: plan-1, plan-2 ... with ids already shifted; cut inside plan 2
+    write_json(
+        folder / "chat_trunecated.json",
+        [{"plan-1": batches()}, {"plan-2": batches(first_id=8, start_day=4)[:1]}],
+    )
+    cut = _one(folder)
+    assert [s.id for s in cut.sessions] == ["p0-b1", "p0-b2", "p1-b1"]
+    assert [t.id for t in cut.turns] == [t.id for t in whole.turns][:12]
+    assert [s.date for s in cut.sessions] == [s.date for s in whole.sessions][:3]
+    ie = next(p for p in cut.probes if p.metadata["beam_ability"] == "information_extraction")
+    assert ie.evidence == ("c8",)
+    write_json(folder / "chat_trunecated.json", [{"plan-1": [{"turns": "x"}]}])
+    with pytest.raises(
+        DialogueError, match=r"chat_trunecated\.json plan-1: document: \[0\]\.turns"
+    ):
+        import_source("beam", folder)
