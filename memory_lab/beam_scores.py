@@ -468,8 +468,9 @@ def _number(value: Any) -> float | None:
 
 def table_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per memory, scale and ability (then ``mean``, over abilities, as BEAM's papers report
-    it): the BEAM score of each protocol (None: nothing graded), the rubric items graded and the
-    run's evidence recall (``recall``: mean over probes with evidence; ``with_evidence``)."""
+    it; ``mean (k/10 abilities)`` when only k have a score): the BEAM score of each protocol
+    (None: nothing graded), the rubric items graded and the run's evidence recall (``recall``:
+    mean over probes with evidence; ``with_evidence``)."""
     protocols = list(dict.fromkeys(r["protocol"] for r in rows))
     means = {p: ability_means([r for r in rows if r["protocol"] == p]) for p in protocols}
     out = []
@@ -480,11 +481,12 @@ def table_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             if (r["memory"], r["scale"], r["protocol"]) == (memory, scale, protocols[0])
         ]
         for ability in [*ABILITIES, "mean"]:
-            scores = {}
+            scores, scored = {}, 0
             for p in protocols:
                 if ability == "mean":
                     vals = [v for (m, s, _), v in means[p].items() if (m, s) == (memory, scale)]
                     scores[p] = sum(vals) / len(vals) if vals else None
+                    scored = max(scored, len(vals))
                 else:
                     scores[p] = means[p].get((memory, scale, ability))
             these = [r for r in mine if ability == "mean" or r["ability"] == ability]
@@ -493,7 +495,9 @@ def table_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 {
                     "memory": memory,
                     "scale": scale,
-                    "ability": ability,
+                    "ability": ability
+                    if ability != "mean" or scored == len(ABILITIES)
+                    else f"mean ({scored}/{len(ABILITIES)} abilities)",
                     "scores": scores,
                     "graded": sum(r["graded"] for r in these),
                     "items": sum(r["items"] for r in these),

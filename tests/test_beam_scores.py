@@ -296,6 +296,7 @@ def test_beam_scores_command_scores_a_run_offline_and_with_a_judge(tmp_path, cap
     text = capsys.readouterr().out
     assert "OFFLINE: only value nuggets graded" in text and "buffer @ 100K" in text
     assert "summarization" in text and "—" in text  # ungraded, not zero
+    assert "mean (4/10 abilities)" in text  # offline: a mean over the abilities it could score
     # the run's evidence recall beside it: a buffer carries every evidence turn
     assert "knowledge_update" in text and "100.0% (2/2)" in text and "100.0% (16/20)" in text
     html = render_report(read_results(out))
