@@ -13,6 +13,7 @@ import os
 import platform
 import shutil
 import sys
+import threading
 import uuid
 from collections.abc import Sequence
 from contextlib import closing
@@ -176,12 +177,28 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def prepare_out_dir(out: str | Path) -> Path:
+# What a run and its report write into a results folder (``overwrite`` removes these only).
+RUN_OUTPUTS = (
+    RUN_FILE, RECORDS_FILE, SUMMARY_FILE, CATEGORY_SUMMARY_FILE, PARTS_DIR, "charts", "report.html"
+)  # fmt: skip
+
+
+def prepare_out_dir(out: str | Path, overwrite: bool = False) -> Path:
+    """The results folder, made if need be. One that holds a run is refused, or with
+    ``overwrite`` emptied of that run's files (``RUN_OUTPUTS``; nothing else is touched)."""
     folder = Path(out)
-    if (folder / RECORDS_FILE).exists():
+    if (folder / RECORDS_FILE).exists() and not overwrite:
         raise FileExistsError(
-            f"{folder} already holds a run ({RECORDS_FILE}); choose another --out or remove it"
+            f"{folder} already holds a run ({RECORDS_FILE}); choose another --out, remove it, "
+            "or pass overwrite=True"
         )
+    if overwrite:
+        for name in RUN_OUTPUTS:
+            path = folder / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -218,6 +235,7 @@ def run_benchmark(
     sources: list[str] | None = None,
     resources: dict[str, str] | None = None,
     progress: bool = True,
+    overwrite: bool = False,
     **settings: Any,
 ) -> RunOutcome:
     """Replay every dialogue through every memory; write records, run.json and summary.csv.
@@ -229,7 +247,8 @@ def run_benchmark(
     that raises is recorded as failed with its error and the run goes on. ``jobs`` > 1 runs
     cells in processes (memories must be built in or named ``module:factory``); records are the
     same as with one job apart from timings. ``dry_run`` replays with the offline stand-ins,
-    calling no provider, and prices the tokens as the requested models. It is
+    calling no provider, and prices the tokens as the requested models. ``overwrite``: a folder
+    that holds a run is emptied of that run's files first (otherwise it is refused). It is
     ``execute(prepare_run(...))``.
     """
     spec = prepare_run(
@@ -240,7 +259,7 @@ def run_benchmark(
         sources=sources,
         resources=resources,
     )
-    return execute(spec, progress=progress)
+    return execute(spec, progress=progress, overwrite=overwrite)
 
 
 def price_models(config: RunConfig, prices: dict[str, Price]) -> RunConfig:
@@ -448,29 +467,34 @@ def resume_benchmark(
         return execute(spec, progress=progress, locked=True)
 
 
-def execute(spec: RunSpec, *, progress: bool = True, locked: bool = False) -> RunOutcome:
+def execute(
+    spec: RunSpec, *, progress: bool = True, locked: bool = False, overwrite: bool = False
+) -> RunOutcome:
     """Run a prepared (``prepare_run``) or resumed (``RunSpec.resumed``) spec in its folder.
 
     The folder is held (``run_guard.hold_folder``; ``locked``: the caller holds it) from
     before its first write to its last. A new run refuses a folder that holds a run; a resumed
-    one keeps the cells that ended ok and redoes the rest.
+    one keeps the cells that ended ok and redoes the rest; ``overwrite``: a new run empties a
+    folder that holds a run (``prepare_out_dir``).
     """
     folder = Path(spec.folder)
     remember_resources(spec.resource_values, spec.run_config.base_url)
     with client_settings(spec.client):  # every provider client of this process and its threads
         models = run_models(spec)
         if locked:
-            return _start(spec, folder, models, progress)
+            return _start(spec, folder, models, progress, overwrite)
         folder.mkdir(parents=True, exist_ok=True)
         with hold_folder(folder):
-            return _start(spec, folder, models, progress)
+            return _start(spec, folder, models, progress, overwrite)
 
 
-def _start(spec: RunSpec, folder: Path, models: RunModels, progress: bool) -> RunOutcome:
+def _start(
+    spec: RunSpec, folder: Path, models: RunModels, progress: bool, overwrite: bool = False
+) -> RunOutcome:
     if spec.resuming:
         spec, cells = _keep_ended_cells(spec, folder)
     else:
-        prepare_out_dir(folder)
+        prepare_out_dir(folder, overwrite)
         spec.save(folder)
         cells = grid(list(spec.memory_specs), list(spec.dialogue_set))
     return _execute(folder, spec, cells, models, progress)
@@ -556,6 +580,28 @@ class _RunState:
             )
 
 
+class _StartingNote:
+    """Until the first exchange is replayed, the progress bar says the run is starting (models
+    load first, in every worker) and its clock ticks each second, so the first seconds show
+    work rather than a still 0% with a guessed ETA."""
+
+    def __init__(self, bar: Any):
+        self.bar = bar
+        self.stop = threading.Event()
+        bar.set_postfix_str("starting: loading models", refresh=True)
+        self.thread = threading.Thread(target=self._tick, name="memory-lab-progress", daemon=True)
+        self.thread.start()
+
+    def _tick(self) -> None:
+        while not self.stop.wait(1.0):
+            self.bar.refresh()
+
+    def done(self) -> None:
+        if not self.stop.is_set():
+            self.stop.set()
+            self.bar.set_postfix_str("", refresh=False)
+
+
 def _run_cells(
     folder: Path, state: _RunState, cells: list[CellTask], models: RunModels, progress: bool
 ) -> int:
@@ -583,8 +629,11 @@ def _run_cells(
     seen = dict.fromkeys(sizes, 0)
     bar = tqdm(total=sum(sizes.values()), unit="turn", disable=not progress, dynamic_ncols=True)
     bar.set_description(executor.description)
+    started = _StartingNote(bar) if progress and to_run else None
 
     def on_exchange(index: int) -> None:
+        if started is not None:
+            started.done()
         seen[index] += 1
         bar.update(1)
 
@@ -609,6 +658,8 @@ def _run_cells(
                     }
                     state.spec = state.spec.replace(errors=(*state.spec.errors, error))
     finally:
+        if started is not None:
+            started.done()
         bar.close()
         log.close()
     shutil.rmtree(parts_dir, ignore_errors=True)  # complete: every part was appended

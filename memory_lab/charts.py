@@ -111,6 +111,11 @@ def _xticks(ax, labels: list[str]) -> None:
     )
 
 
+# A value label sits at the foot of its bar (1% up, ~5% tall): only if the error bar starts
+# higher than this does the label stay clear of it.
+LABEL_CLEARANCE = 0.08
+
+
 def recall_chart(results: Results) -> Figure:
     """Recall accuracy per memory with 95% Wilson error bars, context-hit rate beside it."""
     with chart_style():
@@ -152,17 +157,22 @@ def recall_chart(results: Results) -> Figure:
         )
         for b in hits:
             b.set_gid("context_hit")
-        for xi, a in zip(x, acc, strict=True):
-            if not math.isnan(a):
-                ax.text(
-                    xi - width / 2,
-                    0.01,
-                    f"{100 * a:.0f}%",
-                    ha="center",
-                    va="bottom",
-                    fontsize=8,
-                    color="white",
-                )
+        lows, highs = summary["accuracy_low"].to_numpy(float), summary["accuracy_high"]
+        for xi, a, low, high in zip(x, acc, lows, highs.to_numpy(float), strict=True):
+            if math.isnan(a):
+                continue
+            # inside the bar where its error bar starts above the label, else above the bar
+            inside = low >= LABEL_CLEARANCE
+            ax.text(
+                xi - width / 2,
+                0.01 if inside else high + 0.015,
+                f"{100 * a:.0f}%",
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                color="white" if inside else "black",
+                gid="recall_label",
+            )
         _xticks(ax, list(summary["memory"]))
         ax.set_ylim(0, 1.17)
         ax.set_yticks(np.linspace(0, 1, 6))

@@ -1,4 +1,5 @@
-"""``memory-lab`` command line: run | list | validate | report | inspect | serve, thin layers."""
+"""``memory-lab`` command line: run | list | validate | report | inspect | serve | view, thin
+layers."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from memory_lab.redact import redact, redact_logs
 from memory_lab.sources import validate
 
 DEFAULTS = RunConfig()  # the run options' defaults are RunConfig's
+COMPARISON_FILE = "comparison.html"  # memory-lab report A B ...: in the current folder
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -234,6 +236,12 @@ def _report_run(outcome) -> int:
         print(f"DRY RUN ({wanted}): no provider was called; tokens come from the offline")
         print("stand-ins and are priced as the requested models. Recall figures are not theirs.")
     print(format_summary(outcome.summary, results.spec))
+    if spec is not None and spec.dry_run and len(outcome.summary):
+        total = outcome.summary
+        print(
+            f"DRY RUN total: {int(total['total_tokens'].sum()):,} tokens, "
+            f"est. ${float(total['est_cost_usd'].sum()):.4f} for the whole run"
+        )
     reader_line = format_reader_line(reader_accuracy(results), results.spec)
     if reader_line:
         print(reader_line)
@@ -247,6 +255,9 @@ def _report_run(outcome) -> int:
         )
     print("\n" + format_category_table(summarize_by_category(results)))
     print(f"\nresults: {outcome.path}/ (run.json, records.jsonl, summary.csv)")
+    folder = shlex.quote(str(outcome.path))
+    print(f"report:  memory-lab report {folder}  (charts and report.html)")
+    print(f"browse:  memory-lab view {folder}  (runs side by side, each probe's contexts)")
     if outcome.failed_cells:
         print(f"{outcome.failed_cells} cell(s) failed; see run.json 'errors'.", file=sys.stderr)
         return 1
@@ -255,21 +266,37 @@ def _report_run(outcome) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from memory_lab.charts import save_charts
-    from memory_lab.report import write_report
+    from memory_lab.report import write_comparison, write_report
     from memory_lab.results import read_results
 
-    results = read_results(args.results_dir)
-    if results.turns.empty and results.probes.empty:
-        raise ValueError(f"{args.results_dir}: records.jsonl holds no records; nothing to report")
+    folders = list(dict.fromkeys(args.results_dir))
+    for folder in folders:
+        results = read_results(folder)
+        if results.turns.empty and results.probes.empty:
+            raise ValueError(f"{folder}: records.jsonl holds no records; nothing to report")
+    if len(folders) > 1:  # one page comparing them, no charts folder written into any run
+        print(f"report: {write_comparison(folders, args.out or COMPARISON_FILE)}")
+        return 0
+    if args.out is not None:
+        raise ValueError(
+            "--out is for a comparison of several folders; one folder's report is "
+            f"{folders[0] / 'report.html'}"
+        )
     for path in save_charts(results):
         print(f"chart:  {path}")
-    print(f"report: {write_report(args.results_dir)}")  # reads the folder again
+    print(f"report: {write_report(folders[0])}")  # reads the folder again
     return 0
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from memory_lab.inspector import inspect_memory
 
+    print(
+        f"replaying {args.dialogue} through {args.spec} up to {args.at} "
+        "(the models load first: a few seconds)...",
+        file=sys.stderr,
+        flush=True,
+    )
     view = inspect_memory(args.spec, args.dialogue, args.at, query=args.query)
     print(view.to_text(show_prompt=args.prompt))
     return 0
@@ -282,7 +309,8 @@ def _add_run_inputs(run: argparse.ArgumentParser) -> None:
         nargs="+",
         default=["all"],
         metavar="SPEC",
-        help="'all' or specs such as buffer window:k=4 summary_buffer:max_token_limit=300",
+        help="'all' (the default: every registered memory, see memory-lab list) or specs such "
+        "as buffer window:k=4 summary_buffer:max_token_limit=300",
     )
     run.add_argument(
         "--dialogues",
@@ -544,7 +572,18 @@ def build_parser() -> argparse.ArgumentParser:
     val.set_defaults(func=_cmd_validate)
 
     rep = sub.add_parser("report", help="write charts and a self-contained report.html")
-    rep.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="a results folder")
+    rep.add_argument(
+        "results_dir",
+        type=Path,
+        nargs="+",
+        metavar="RESULTS_DIR",
+        help="a results folder; several: one page comparing them",
+    )
+    rep.add_argument(
+        "--out",
+        type=Path,
+        help=f"with several folders, the comparison page to write (default: {COMPARISON_FILE})",
+    )
     rep.set_defaults(func=_cmd_report)
 
     insp = sub.add_parser("inspect", help="show what one memory puts into the prompt at a turn")
@@ -558,8 +597,10 @@ def build_parser() -> argparse.ArgumentParser:
     insp.set_defaults(func=_cmd_inspect)
 
     from memory_lab.serve.command import add_parser as add_serve_parser
+    from memory_lab.serve.view_command import add_parser as add_view_parser
 
     add_serve_parser(sub)
+    add_view_parser(sub)
     return parser
 
 

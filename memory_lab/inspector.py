@@ -184,7 +184,7 @@ def inspect_memory(
         spent += cell.maintenance()[0].total
         snapshot = cell.snapshot()
         summary = snapshot.get("summary")
-    prompt = render_prompt(context, user_input)
+    prompt = render_prompt(context, user_input, models.config.answer_style)  # the run's prompt
     return MemoryView(
         memory=spec.label,
         dialogue=dialogue.id,

@@ -18,11 +18,13 @@ from typing import Any
 import pandas as pd
 
 from memory_lab.charts import CHARTS, chart_style, memory_order
+from memory_lab.compare import combine, compare_summary, differences, run_names
+from memory_lab.headline import headline
 from memory_lab.published import is_locomo_run, published_locomo
-from memory_lab.results import Results, read_results, summarize, summarize_by_category
+from memory_lab.results import Results, read_results, summarize_by_category
 from memory_lab.run_spec import RunSpec
 from memory_lab.stats import holm, mcnemar_exact, paired_difference_ci
-from memory_lab.tables import format_summary
+from memory_lab.tables import summary_notes
 
 REPORT_FILE = "report.html"
 
@@ -77,13 +79,27 @@ def _pct(x: float, digits: int = 1) -> str:
     )
 
 
+EMPTY = "–"  # a cell with no data
+
+
 def _table(header: list[str], rows: list[list[str]], attrs: str = "") -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "\n".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table {attrs}><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
+    """An HTML table of escaped cells; a column (other than the first) with no data in any row
+    is left out, and named in a line under the table."""
+    keep = [
+        i
+        for i in range(len(header))
+        if i == 0 or not rows or any(r[i] not in (EMPTY, "") for r in rows)
+    ]
+    hidden = [header[i] for i in range(len(header)) if i not in keep]
+    head = "".join(f"<th>{escape(header[i])}</th>" for i in keep)
+    body = "\n".join("<tr>" + "".join(f"<td>{r[i]}</td>" for i in keep) + "</tr>" for r in rows)
+    table = f"<table {attrs}><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
+    if hidden:
+        table += f"<p class=note>No data, so not shown: {escape(', '.join(hidden))}.</p>"
+    return table
 
 
-def _run_section(spec: RunSpec | None) -> str:
+def _run_section(spec: RunSpec | None, name: str | None = None) -> str:
     spec = spec if spec is not None else RunSpec.read({})  # no run.json: every field absent
     models, pricing = spec.models, spec.pricing
 
@@ -111,8 +127,9 @@ def _run_section(spec: RunSpec | None) -> str:
     dialogues = [
         [escape(d.id), escape(str(d.language)), str(d.turns), str(d.probes)] for d in spec.dialogues
     ]
+    title = "Run parameters" + (f" — {name}" if name else "")
     return (
-        "<h2>Run parameters</h2>"
+        f'<h2 id="run-{escape(name or "", True)}">{escape(title)}</h2>'
         + _table(["parameter", "value"], params)
         + "<h3>Memories</h3>"
         + _table(["memory", "factory", "parameters"], specs)
@@ -121,7 +138,7 @@ def _run_section(spec: RunSpec | None) -> str:
     )
 
 
-def _summary_section(summary: pd.DataFrame, results: Results) -> str:
+def _summary_section(summary: pd.DataFrame, notes: list[str]) -> str:
     rows = [
         [
             escape(r["memory"]),
@@ -153,13 +170,10 @@ def _summary_section(summary: pd.DataFrame, results: Results) -> str:
         "est. cost $",
         "sec",
     ]
-    spec = results.spec
-    priced = spec is not None and "pricing" not in spec.absent
-    note = format_summary(summary, results.spec).splitlines()[-1] if priced else ""
     return (
-        "<h2>Summary</h2>"
-        + _table(header, rows, 'class="num"')
-        + f"<p class=note>{escape(note)}</p>"
+        '<h2 id="summary">Summary</h2>'
+        + _table(header, rows, 'class="num" id=summary-table')
+        + "".join(f"<p class=note>{escape(note)}</p>" for note in notes)
     )
 
 
@@ -190,8 +204,36 @@ METRICS_NOTE = (
 )
 
 
-def _metrics_section(summary: pd.DataFrame, by_category: pd.DataFrame) -> str:
-    """The field's metrics per memory, then the answer scores per probe category."""
+CONVERSATIONAL_NOTE = (
+    "Low by construction: F1, BLEU-1 and EM compare the whole reply with a short gold answer, "
+    "so a conversational reply scores low even when it is right (and EM is near 0). "
+    "memory-lab run --answer-style short asks for a short phrase, the style LoCoMo's and Mem0's "
+    "papers score."
+)
+
+
+OFFLINE_JUDGE_NOTE = (
+    "J is the offline judge's (a stand-in for an LLM judge that runs without a key), not a "
+    "chat model's verdict."
+)
+
+
+def style_note(runs: list[Results], names: list[str]) -> str:
+    """``CONVERSATIONAL_NOTE`` when a run answered in the conversational style (run.json's
+    answer_style; runs from before the option were conversational), naming those runs when
+    only some did; empty when none did."""
+    styles = [(r.spec.answer_style if r.spec is not None else None) or "conversation" for r in runs]
+    chatty = [n for n, style in zip(names, styles, strict=True) if style == "conversation"]
+    if not chatty:
+        return ""
+    if len(chatty) == len(runs):
+        return CONVERSATIONAL_NOTE
+    return f"{', '.join(chatty)} answered conversationally. {CONVERSATIONAL_NOTE}"
+
+
+def _metrics_section(summary: pd.DataFrame, by_category: pd.DataFrame, note: str = "") -> str:
+    """The field's metrics per memory, then the answer scores per probe category; ``note``
+    explains scores that are low by construction (conversational replies)."""
     rows = [
         [
             escape(r["memory"]),
@@ -238,7 +280,8 @@ def _metrics_section(summary: pd.DataFrame, by_category: pd.DataFrame) -> str:
     ]
     cat_header = ["memory", "category", "source", "probes", "F1 LoCoMo", "F1 mem0", "BLEU-1", "J"]
     return (
-        "<h2>Field metrics</h2>"
+        '<h2 id="metrics">Field metrics</h2>'
+        + (f"<p class=explain>{escape(note)}</p>" if note else "")
         + _table(header, rows, 'class="num" id=metrics')
         + f"<p class=note>{escape(METRICS_NOTE)}</p>"
         + "<h3>By category</h3>"
@@ -265,7 +308,7 @@ def _published_section(probes: pd.DataFrame) -> str:
     header = ["system", "J", "p95 latency s", "tokens/query", "source", "as published"]
     note = f"{data['about']} Their model: {data['model']} ({data['model_source']})."
     return (
-        "<h2>Published figures on LoCoMo (other models, prompts and judges)</h2>"
+        '<h2 id="published">Published figures on LoCoMo (other models, prompts and judges)</h2>'
         + f"<p class=note>{escape(note)}</p>"
         + _table(header, rows, "id=published")
     )
@@ -295,9 +338,9 @@ def _beam_section(probes: pd.DataFrame) -> str:
             escape(t["memory"]),
             escape(t["scale"]),
             escape(t["ability"]),
-            *("—" if v is None else _pct(v) for v in t["scores"].values()),
+            *(EMPTY if v is None else _pct(v) for v in t["scores"].values()),
             f"{t['graded']}/{t['items']}",
-            "—" if t["recall"] is None else _pct(t["recall"]),
+            EMPTY if t["recall"] is None else _pct(t["recall"]),
             f"{t['with_evidence']}/{t['probes']}",
         ]
         for t in table_rows(rows)
@@ -309,11 +352,11 @@ def _beam_section(probes: pd.DataFrame) -> str:
         for r in published_rows(sorted({r["scale"] for r in rows}))
     ]
     return (
-        "<h2>BEAM by ability</h2>"
+        '<h2 id="beam">BEAM by ability</h2>'
         + f"<p class=note>{escape(OFFLINE_LABEL)}: a partial, offline measure; evidence recall is "
         "the offline headline. memory-lab beam-scores --judge MODEL gives BEAM's judged "
         "scores.</p>"
-        + _table(header, body, 'class="num" id=beam')
+        + _table(header, body, 'class="num" id=beam-table')
         + "<h3>Published BEAM figures (vendors' own numbers, other models, judges and "
         "protocols; not comparable digit for digit)</h3>"
         + _table(["scale", "system", "score", "source"], published, "id=published-beam")
@@ -333,19 +376,28 @@ def _failures_section(cells: pd.DataFrame) -> str:
     ]
     count = f"{len(failed)} cell{'s' if len(failed) != 1 else ''} failed"
     return (
-        "<h2>Failed cells</h2>"
+        '<h2 id="failed">Failed cells</h2>'
         + f"<p class=note>{count} of {len(cells)}: the records they wrote before failing are "
         "in the figures, the probes they did not reach are not.</p>"
         + _table(["memory", "dialogue", "error"], rows)
     )
 
 
+def chart_uris(results: Results) -> list[dict[str, str]]:
+    """Every chart (``charts.CHARTS``) as an SVG data URI: name, title and uri."""
+    return [
+        {"name": name, "title": name.replace("_", " "), "uri": _svg_data_uri(make(results))}
+        for name, make in CHARTS.items()
+    ]
+
+
 def _charts_section(results: Results) -> str:
-    parts = ["<h2>Charts</h2>"]
-    for name, make in CHARTS.items():
-        uri = _svg_data_uri(make(results))
-        title = name.replace("_", " ")
-        parts.append(f'<figure><img class=chart alt="{escape(title)}" src="{uri}"></figure>')
+    parts = ['<h2 id="charts">Charts</h2>']
+    for chart in chart_uris(results):
+        parts.append(
+            f'<figure><img class=chart alt="{escape(chart["title"])}" src="{chart["uri"]}">'
+            "</figure>"
+        )
     return "\n".join(parts)
 
 
@@ -375,7 +427,8 @@ def _pairs_section(pairs: pd.DataFrame) -> str:
         "Holm-adjusted p",
     ]
     return (
-        "<h2>Paired comparison on the same probes</h2><p class=note>Each pair of memories is "
+        '<h2 id="pairs">Paired comparison on the same probes</h2><p class=note>Each pair of '
+        "memories is "
         "compared on the probes both answered. <b>McNemar exact p</b>: two-sided exact binomial "
         "test on the discordant probes (only A right vs only B right, p = ½). <b>95% CI</b> of the "
         "accuracy difference: Newcombe's hybrid score interval for paired proportions (1998, "
@@ -386,7 +439,7 @@ def _pairs_section(pairs: pd.DataFrame) -> str:
 
 def _probes_section(probes: pd.DataFrame, memories: list[str]) -> str:
     if probes.empty:
-        return "<h2>Probes</h2><p>No probes recorded.</p>"
+        return '<h2 id="probes-section">Probes</h2><p>No probes recorded.</p>'
     categories = sorted(set(probes["category"]))
     options = "".join(f'<option value="{escape(m, True)}">{escape(m)}</option>' for m in memories)
     cat_options = "".join(
@@ -411,7 +464,7 @@ def _probes_section(probes: pd.DataFrame, memories: list[str]) -> str:
             f'<td class="{"ok" if r["correct"] else "bad"}">{"✓" if r["correct"] else "✗"}</td>'
             f"<td>{hit_text}</td></tr>"
         )
-    return f"""<h2>Probes</h2>
+    return f"""<h2 id="probes-section">Probes</h2>
 <div class=filters>
 <input id=q type=search placeholder="filter question, expected, reply…" aria-label="text filter">
 <select id=fmemory aria-label="memory"><option value="">all memories</option>{options}</select>
@@ -440,6 +493,17 @@ img.chart{width:min(100%,1000px);height:auto;border:1px solid #eee}
 .filters input{min-width:20rem;padding:.2rem .4rem}
 td.ok{color:#17803d;font-weight:bold;text-align:center}
 td.bad{color:#b42318;font-weight:bold;text-align:center}
+#headline{background:#f4f7fb;border:1px solid #d7e0ea;border-radius:6px;padding:.2rem 1rem .5rem}
+#headline h2{margin:.6rem 0 .3rem}
+ul.headline li{margin:.25rem 0}
+#toc{font-size:.9rem;margin:.8rem 0}
+#toc ol{display:flex;flex-wrap:wrap;gap:.2rem 1.6rem;padding-left:0;margin:.3rem 0;
+list-style-position:inside}
+.explain{background:#fff8e6;border-left:3px solid #e0a100;padding:.3rem .6rem;max-width:60rem;
+font-size:.9rem}
+th{cursor:pointer}
+th[aria-sort=ascending]::after{content:" ▲"}
+th[aria-sort=descending]::after{content:" ▼"}
 """
 
 JS = """
@@ -463,27 +527,133 @@ JS = """
     el.addEventListener('change',apply);});
   apply();
 })();
+(function(){  // every table sorts by a column on a click on its header (numbers as numbers)
+  function key(cell){
+    var t=cell.textContent.trim(),n=parseFloat(t.replace(/[,%$+]/g,''));
+    return isNaN(n)||!/^[-+0-9.,]/.test(t)?t.toLowerCase():n;
+  }
+  document.querySelectorAll('table').forEach(function(table){
+    var heads=table.querySelectorAll('thead th');
+    heads.forEach(function(th,i){th.addEventListener('click',function(){
+      var down=th.getAttribute('aria-sort')==='ascending',body=table.tBodies[0];
+      heads.forEach(function(h){h.removeAttribute('aria-sort');});
+      th.setAttribute('aria-sort',down?'descending':'ascending');
+      var rows=Array.prototype.slice.call(body.rows);
+      rows.sort(function(a,b){
+        var x=key(a.cells[i]),y=key(b.cells[i]);
+        if(typeof x!==typeof y){x=String(x);y=String(y);}
+        return (x<y?-1:x>y?1:0)*(down?-1:1);
+      });
+      rows.forEach(function(r){body.appendChild(r);});
+    });});
+  });
+})();
 """
 
 
-def render_report(results: Results) -> str:
-    """The report of a results folder as one HTML string."""
-    summary = summarize(results)
-    title = f"memory-lab report — {results.path.name}"
+TOC = [
+    ("headline", "The answer"),
+    ("summary", "Summary"),
+    ("charts", "Charts"),
+    ("pairs", "Paired comparison"),
+    ("metrics", "Field metrics"),
+    ("published", "Published figures"),
+    ("beam", "BEAM by ability"),
+    ("failed", "Failed cells"),
+    ("probes-section", "Probes"),
+]
+
+
+def _headline_section(lines: list[str], notes: list[str]) -> str:
+    lines = "".join(f"<li>{escape(line)}</li>" for line in lines)
+    notes_html = "".join(f"<p class=note>{escape(note)}</p>" for note in notes)
+    return (
+        f'<section id="headline"><h2>The answer</h2><ul class=headline>{lines}</ul>'
+        f"{notes_html}</section>"
+    )
+
+
+def _toc(sections: list[str], runs: list[str]) -> str:
+    """Links to the sections present (by their ids) and to each run's parameters."""
+    body = "\n".join(sections)
+    links = [(i, t) for i, t in TOC if f'id="{i}"' in body]
+    links += [(f"run-{n}", f"Run parameters — {n}" if n else "Run parameters") for n in runs]
+    items = "".join(f'<li><a href="#{escape(i, True)}">{escape(t)}</a></li>' for i, t in links)
+    return f'<nav id="toc"><b>Contents</b><ol>{items}</ol></nav>'
+
+
+def _differences_section(diffs: list[tuple[str, dict[str, str]]], names: list[str]) -> str:
+    if not diffs:
+        return ""
+    rows = [[escape(label)] + [escape(values[n]) for n in names] for label, values in diffs]
+    return "<h3>Settings that differ between the runs</h3>" + _table(
+        ["setting", *names], rows, "id=differences"
+    )
+
+
+def _notes(runs: list[Results], names: list[str]) -> list[str]:
+    """The summary's notes (``tables.summary_notes``) of every run: a note every run shares
+    once, any other naming its run."""
+    said = [
+        (n, note)
+        for r, n in zip(runs, names, strict=True)
+        for note in summary_notes(r.spec).values()
+    ]
+    out = []
+    for name, note in said:
+        everyone = sum(note == other for _, other in said) == len(runs)
+        out.append(note if everyone else f"{name}: {note}")
+    return list(dict.fromkeys(out))
+
+
+def comparison(runs: list[Results], names: list[str]) -> dict[str, Any]:
+    """What a report (or ``memory-lab view``) shows of one or several runs: the combined
+    results, the summary, paired differences on shared probes, the headline and the notes."""
+    results = combine(runs, names)
+    summary = compare_summary(runs, names)
+    pairs = paired_comparison(results)
+    pairs = pairs[pairs["probes"] > 0].reset_index(drop=True) if len(pairs) else pairs
+    notes = _notes(runs, names)
+    stand_in = [n for n in notes if "offline reader" in n]
+    judges = [r.spec.judge_model for r in runs if r.spec is not None]
+    if any(j is not None and j.offline for j in judges):
+        stand_in.append(OFFLINE_JUDGE_NOTE)
+    return {
+        "results": results,
+        "summary": summary,
+        "pairs": pairs,
+        "notes": notes,
+        "stand_in": stand_in,
+        "headline": headline(summary, pairs),
+        "style_note": style_note(runs, names),
+        "differences": differences(runs, names),
+    }
+
+
+def _render(title: str, runs: list[Results], names: list[str]) -> str:
+    parts = comparison(runs, names)
+    results, summary = parts["results"], parts["summary"]
+    sections = [
+        _headline_section(parts["headline"], parts["stand_in"]),
+        _summary_section(summary, parts["notes"])
+        + _differences_section(parts["differences"], names),
+        _charts_section(results),
+        _pairs_section(parts["pairs"]),
+        _metrics_section(summary, summarize_by_category(results), parts["style_note"]),
+        _published_section(results.probes),
+        _beam_section(results.probes),
+        _failures_section(results.cells),
+        _probes_section(results.probes, memory_order(results)),
+    ]
+    run_names = names if len(runs) > 1 else [""]
+    sections += [_run_section(r.spec, n or None) for r, n in zip(runs, run_names, strict=True)]
     body = "\n".join(
         [
             f"<h1>{escape(title)}</h1>",
             "<p class=note>Recall is the share of probes answered correctly; costs are estimates "
             "from the price table named below.</p>",
-            _summary_section(summary, results),
-            _metrics_section(summary, summarize_by_category(results)),
-            _published_section(results.probes),
-            _beam_section(results.probes),
-            _failures_section(results.cells),
-            _charts_section(results),
-            _pairs_section(paired_comparison(results)),
-            _probes_section(results.probes, memory_order(results)),
-            _run_section(results.spec),
+            _toc(sections, run_names),
+            *sections,
         ]
     )
     return (
@@ -494,11 +664,31 @@ def render_report(results: Results) -> str:
     )
 
 
+def render_report(results: Results) -> str:
+    """The report of a results folder as one HTML string."""
+    return _render(f"memory-lab report — {results.path.name}", [results], [results.path.name])
+
+
+def render_comparison(runs: list[Results], names: list[str]) -> str:
+    """One page comparing several runs (``compare.combine``): memories labelled ``run/memory``."""
+    return _render(f"memory-lab comparison — {', '.join(names)}", runs, names)
+
+
+def _write(path: Path, html: str) -> Path:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(html, "utf-8")
+    tmp.replace(path)
+    return path
+
+
 def write_report(results_dir: str | Path) -> Path:
     """Write ``report.html`` into the results folder and return its path."""
     results = read_results(results_dir)
-    path = Path(results_dir) / REPORT_FILE
-    tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(render_report(results), "utf-8")
-    tmp.replace(path)
-    return path
+    return _write(Path(results_dir) / REPORT_FILE, render_report(results))
+
+
+def write_comparison(results_dirs: list[str | Path], out: str | Path) -> Path:
+    """Write one page comparing several results folders to ``out`` and return its path."""
+    paths = [Path(d) for d in results_dirs]
+    runs = [read_results(p) for p in paths]
+    return _write(Path(out), render_comparison(runs, run_names(paths)))

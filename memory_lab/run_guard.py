@@ -4,10 +4,13 @@
 life (``run_benchmark`` before it writes anything there, ``resume_benchmark`` before it
 touches records or parts); a second run or a resume of a live run is refused with one line
 naming the folder and the holder's pid. The operating system releases the lock when its
-process ends, however it ends (``kill -9`` included), so a lock is never stale; the file stays
-behind, naming its last holder. The descriptor is not inheritable (Python's default), so
-``--jobs`` workers (spawned: fork then exec) and Ray's processes (exec'd) never hold it, and
-``--concurrency`` threads share the run's. Readers (``report``, ``export``) take no lock.
+process ends, however it ends (``kill -9`` included), so a lock is never stale. A run that ends
+(however it ends, short of being killed) removes the file while it still holds the lock; a
+process that opened the file before it was removed sees, once it gets the lock, that the path
+no longer names its file and takes the lock again on a new one. The descriptor is not
+inheritable (Python's default), so ``--jobs`` workers (spawned: fork then exec) and Ray's
+processes (exec'd) never hold it, and ``--concurrency`` threads share the run's. Readers
+(``report``, ``export``) take no lock.
 
 ``config_checksums`` hashes each ``run.json`` field that shapes results or tells how they were
 made (``CHECKSUM_FIELDS``); the run records the hashes under ``config_sha256`` and
@@ -56,23 +59,41 @@ class FolderInUse(OSError):
 @contextmanager
 def hold_folder(folder: str | Path) -> Iterator[None]:
     """Hold ``folder``'s lock (it must exist) until the block ends; FolderInUse when a live
-    process holds it."""
+    process holds it. The lock file is removed when the block ends."""
     path = Path(folder) / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _lock(path, folder)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise FolderInUse(
-                f"{folder}: another run is using this results folder ({_holder(fd)}); "
-                "wait for it to end or stop it first"
-            ) from None
         os.ftruncate(fd, 0)
         holder = {"pid": os.getpid(), "host": socket.gethostname()}
         os.pwrite(fd, (json.dumps(holder) + "\n").encode(), 0)
         yield
     finally:
+        try:
+            path.unlink()  # still held: whoever waits on this file retries on a new one
+        except OSError:
+            pass
         os.close(fd)  # releases the lock
+
+
+def _lock(path: Path, folder: str | Path) -> int:
+    """A descriptor of ``path`` locked by this process (the file ``path`` names now)."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise FolderInUse(
+                f"{folder}: another run is using this results folder ({holder}); "
+                "wait for it to end or stop it first"
+            ) from None
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # the holder removed it as we opened it: lock the new one
 
 
 def _holder(fd: int) -> str:

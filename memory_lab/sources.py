@@ -24,6 +24,13 @@ def builtin_suites() -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("_"))
 
 
+SOURCE_KINDS = (
+    "a source is a dialogue file or folder, builtin:NAME such as builtin:classic, or "
+    "FORMAT:PATH for your copy of a dataset, e.g. locomo:data/locomo10.json; see "
+    "docs/importers.md"
+)
+
+
 def _expand(source: str | Path) -> tuple[list[Path], list[Problem]]:
     text = str(source)
     if text.startswith(BUILTIN_PREFIX):
@@ -41,7 +48,7 @@ def _expand(source: str | Path) -> tuple[list[Path], list[Problem]]:
         return files, []
     if path.is_file():
         return [path], []
-    return [], [Problem(text, None, "source", "no such file or folder")]
+    return [], [Problem(text, None, "source", f"no such file or folder ({SOURCE_KINDS})")]
 
 
 def validate(sources: Iterable[str | Path]) -> tuple[list[Dialogue], list[Problem]]:

@@ -61,18 +61,29 @@ def format_summary(summary: pd.DataFrame, run: Run = None) -> str:
         )
     lines += format_latency(summary, width)
     spec = _spec(run)
+    notes = summary_notes(spec)
+    lines += [notes[k] for k in ("reader", "price") if k in notes]
+    lines += format_judge_summary(summary, spec)  # --judge: J, its spread and agreement
+    return "\n".join(lines)
+
+
+def summary_notes(run: Run) -> dict[str, str]:
+    """The notes under a run's summary table, by kind: ``reader`` (recall is the offline
+    reader's, when it is) and ``price`` (what est. cost is priced as, when run.json names it).
+    The terminal prints them under its table, the report under its own."""
+    spec = _spec(run)
+    notes = {}
     if _offline_reader(spec):
-        lines.append(
+        notes["reader"] = (
             "recall and abstain are the offline reader's (an extractive instrument, not a chat "
             "model); evid-recall and ans-in-ctx do not depend on it."
         )
     if spec is not None and spec.pricing.llm_model:
-        lines.append(
+        notes["price"] = (
             f"est. cost is an estimate: LLM tokens priced as {spec.pricing.llm_model}, "
             f"embedded tokens as {spec.pricing.embeddings_model} (memory_lab/data/prices.json)."
         )
-    lines += format_judge_summary(summary, spec)  # --judge: J, its spread and agreement
-    return "\n".join(lines)
+    return notes
 
 
 def format_latency(summary: pd.DataFrame, width: int = 28) -> list[str]:

@@ -54,3 +54,40 @@ def wait_until(condition: Callable[[], object], proc: subprocess.Popen, seconds:
         assert proc.poll() is None, proc.stderr.read()
         assert time.monotonic() < deadline, "the run never got there"
         time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def serve_process(
+    args: list[str], env: dict[str, str], log: Path, cwd: Path | None = None
+) -> Iterator[tuple[subprocess.Popen, object]]:
+    """``memory-lab serve ARGS`` as a user starts it (stderr into ``log``), once it accepts:
+    yields the process and an ``httpx.Client`` on its URL; SIGTERM when the block ends (the
+    exit code is then ``proc.returncode``)."""
+    import re
+
+    import httpx
+
+    with log.open("w") as stderr:
+        server = subprocess.Popen(
+            [*CLI, "serve", "--port", "0", *args],
+            env=env,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+        try:
+            line = server.stdout.readline()
+            url = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+            assert url, line
+            with httpx.Client(base_url=url.group(), timeout=120) as http:
+                for _ in range(200):  # until uvicorn accepts
+                    try:
+                        http.get("/memories")
+                        break
+                    except httpx.ConnectError:
+                        time.sleep(0.05)
+                yield server, http
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(60)

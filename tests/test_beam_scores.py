@@ -300,7 +300,11 @@ def test_beam_scores_command_scores_a_run_offline_and_with_a_judge(tmp_path, cap
     # the run's evidence recall beside it: a buffer carries every evidence turn
     assert "knowledge_update" in text and "100.0% (2/2)" in text and "100.0% (16/20)" in text
     html = render_report(read_results(out))
-    assert "<h2>BEAM by ability</h2>" in html and "OFFLINE: only value nuggets graded" in html
+    assert (
+        '<h2 id="beam">BEAM by ability</h2>' in html
+        and 'href="#beam"' in html
+        and "OFFLINE: only value nuggets graded" in html
+    )
     assert "id=published-beam" in html and "BEAM corrected (offline)" in html
     rows = list(csv.DictReader(open(out / "beam_scores.csv")))
     assert len(rows) == 2 * 10 * 2 and {r["protocol"] for r in rows} == {"reference", "corrected"}

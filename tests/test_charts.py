@@ -136,3 +136,20 @@ def test_score_chart_plots_j_when_the_run_was_judged_else_locomo_f1(small_run): 
     points = [c for c in ax.collections if (c.get_gid() or "").startswith("point:")]
     assert sorted(c.get_gid() for c in points) == sorted(f"point:{m}" for m in SMALL_MEMORIES)
     assert ax.get_ylabel().startswith("F1")
+
+
+def test_recall_labels_never_sit_under_an_error_bar(small_run):  # noqa: F811
+    """A value label at the foot of a short bar would be crossed by its error bar: such a
+    label goes above the bar's interval instead."""
+    from memory_lab.charts import LABEL_CLEARANCE
+
+    ax = recall_chart(small_run).axes[0]
+    summary = summarize(small_run)
+    labels = [t for t in ax.texts if t.get_gid() == "recall_label"]
+    assert len(labels) == len(summary)
+    for label, (_, row) in zip(labels, summary.iterrows(), strict=True):
+        y = label.get_position()[1]
+        clear_below = y < 0.05 and row["accuracy_low"] >= LABEL_CLEARANCE
+        clear_above = y > row["accuracy_high"]
+        assert clear_below or clear_above, (row["memory"], y, row["accuracy_low"])
+        assert label.get_text() == f"{100 * row['accuracy']:.0f}%"

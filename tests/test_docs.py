@@ -15,6 +15,8 @@ import yaml
 
 from memory_lab.memories import memory_factories
 
+from .chromium import CHROMIUM, DRIVER, chromium_driver
+
 ROOT = Path(__file__).parent.parent
 DOCS = ROOT / "docs"
 
@@ -91,7 +93,7 @@ def test_readme_is_a_front_door():
 def test_generated_pages_come_from_the_code():
     h = hooks()
     cli = h.cli_reference()
-    for command in ("run", "import", "export", "list", "validate", "report", "inspect"):
+    for command in ("run", "import", "export", "list", "validate", "report", "inspect", "view"):
         assert f"## memory-lab {command}" in cli
     assert "--concurrency" in cli and "--executor" in cli
     table = h.memory_parameters("window")
@@ -116,5 +118,30 @@ def test_site_builds_strictly_and_loads_nothing_remote(tmp_path):
     remote = re.compile(r"<(?:script|link|img|iframe)[^>]+(?:src|href)=\"(?:https?:)?//", re.I)
     for page in site.rglob("*.html"):
         assert not remote.search(page.read_text("utf-8")), f"{page} loads a remote resource"
-    assert (site / "memories" / "window" / "index.html").is_file()
-    assert "memory-lab inspect" in (site / "cli" / "index.html").read_text("utf-8")
+    assert (site / "memories" / "window.html").is_file()
+    assert "memory-lab inspect" in (site / "cli.html").read_text("utf-8")
+    _browse_from_file_url(site)
+
+
+def _browse_from_file_url(site: Path) -> None:
+    """The site as the README says to open it (``build/site/index.html`` from the disk): three
+    pages reached by their navigation links, and a word found by the search box."""
+    if not (CHROMIUM and DRIVER and importlib.util.find_spec("selenium")):
+        pytest.skip("no chromium/chromedriver/selenium to open the site with")
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    with chromium_driver() as driver:
+        driver.get((site / "index.html").as_uri())
+        for title in ("Getting started", "Metrics", "Command line"):
+            link = driver.find_element(By.XPATH, f"//nav//a[normalize-space()='{title}']")
+            driver.execute_script("arguments[0].click()", link)
+            WebDriverWait(driver, 10).until(lambda d, t=title: t in d.title)
+            assert driver.current_url.startswith("file://") and driver.current_url.endswith(".html")
+            assert driver.find_element(By.TAG_NAME, "h1").text  # a page, not a folder listing
+        driver.execute_script("document.querySelector('label[for=__search]').click()")
+        box = driver.find_element(By.CSS_SELECTOR, "input[data-md-component=search-query]")
+        box.send_keys("concurrency")
+        WebDriverWait(driver, 20).until(
+            lambda d: d.find_elements(By.CSS_SELECTOR, ".md-search-result__item")
+        )

@@ -94,10 +94,25 @@ def test_html_view_escapes_text(mini_dialogue, run_models):
 
 def test_cli_prints_the_view(capsys):
     code = main(["inspect", "window:k=1", str(MINI), "--at", LATE, "--prompt"])
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert code == 0
+    assert err.startswith(f"replaying {MINI} through window:k=1 up to {LATE}")  # not silent
     assert "memory window:k=1 | dialogue mini-profile" in out
     assert "[1] Human: [2026-03-09] Big news: I moved to Busan last weekend." in out
     assert "Current conversation:" in out  # --prompt prints the full prompt
     assert main(["inspect", "buffer", str(MINI), "--at", "nope"]) == 2
     assert "has no turn 'nope'" in capsys.readouterr().err
+
+
+def test_the_prompt_is_in_the_runs_answer_style(mini_dialogue):
+    """``--answer-style short`` runs record the short prompt; inspect shows that one too."""
+    from memory_lab.config import RunConfig
+    from memory_lab.prompt import render_prompt
+    from memory_lab.runner import RunModels
+
+    models = RunModels.create(RunConfig(answer_style="short"), record_prompts=False)
+    view = inspect_memory(
+        "buffer", mini_dialogue, mini_dialogue.sessions[1].turns[0].id, models=models
+    )
+    assert view.prompt == render_prompt(view.context, view.user_input, "short")
+    assert view.prompt != render_prompt(view.context, view.user_input)

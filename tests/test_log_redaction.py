@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from memory_lab.redact import MARK, RedactingFilter, redact_logs
 
 from .models.openai_mock import OpenAIMock
+from .processes import serve_process
 
 ROOT = Path(__file__).resolve().parent.parent
 URL_PASSWORD = "Pl4ntedUrlPassw0rd"
@@ -45,38 +41,19 @@ def test_a_serve_session_logs_writes_and_answers_no_planted_secret(tmp_path):
     answers = []
     with OpenAIMock() as mock:
         base_url = mock.base_url.replace("http://", f"http://lab:{URL_PASSWORD}@")
-        cmd = [
-            sys.executable, "-m", "memory_lab.cli", "serve", "--port", "0",
+        args = [
             "--memory", "window:k=2", "--llm", "openai:gpt-4o-mini", "--base-url", base_url,
             "--resource", f"postgres=postgresql://lab:{DSN_PASSWORD}@127.0.0.1:1/lab",
         ]  # fmt: skip
-        with log.open("w") as stderr:
-            server = subprocess.Popen(
-                cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=stderr, text=True
-            )
-            try:
-                line = server.stdout.readline()
-                url = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-                assert url, line
-                with httpx.Client(base_url=url.group(), timeout=120) as http:
-                    for _ in range(200):  # until uvicorn accepts
-                        try:
-                            http.get("/")
-                            break
-                        except httpx.ConnectError:
-                            time.sleep(0.05)
-                    for path in ("/chat/zoe", "/chat/zoe"):
-                        said = http.post(path, json={"message": "my locker is number 5521"})
-                        assert said.status_code == 200, said.text
-                        answers.append(said.text)
-                    answers += [http.get(p).text for p in ("/memory/zoe", "/dialogue/zoe")]
-                    answers.append(http.get("/memories").text)
-            finally:
-                server.send_signal(signal.SIGTERM)
-                code = server.wait(60)
+        with serve_process(args, env, log, cwd=tmp_path) as (server, http):
+            for _ in range(2):
+                said = http.post("/chat/zoe", json={"message": "my locker is number 5521"})
+                assert said.status_code == 200, said.text
+                answers.append(said.text)
+            answers += [http.get(p).text for p in ("/memory/zoe", "/dialogue/zoe", "/memories")]
         assert mock.calls("chat") >= 2  # the answering model was asked through the URL
     text = log.read_text()
-    assert code == 0, text
+    assert server.returncode == 0, text
     assert "HTTP Request: POST http://" in text  # httpx's request lines are there, redacted
     written = [
         p.read_bytes().decode("utf-8", "replace") for p in tmp_path.rglob("*") if p.is_file()

@@ -50,6 +50,14 @@ def test_notebook_runs_top_to_bottom(path, kernel_name):
     client.execute()  # raises CellExecutionError, naming the cell, on any error
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors
+    # what a user sees holds no warning (a TqdmWarning, a deprecation): outputs as they would be
+    stderr = [
+        o.get("text", "")
+        for c in nb.cells
+        for o in c.get("outputs", [])
+        if o.output_type == "stream" and o.get("name") == "stderr"
+    ]
+    assert not [t for t in stderr if "Warning" in t], stderr
     assert any(c.get("outputs") for c in nb.cells if c.cell_type == "code")
 
 

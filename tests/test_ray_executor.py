@@ -131,14 +131,7 @@ def test_a_run_joining_a_cluster_by_address_stops_on_ctrl_c_and_resumes(
     out = tmp_path / "stopped"
     # the driver stalls once it has written the second part (complete, not yet appended), as on
     # a slow disk: Ctrl-C surely lands mid-run with a part to adopt
-    home = tmp_path / "home"  # the user's home, empty: nothing of the run may land there
-    home.mkdir()
-    env = {
-        **os.environ,
-        "MEMORY_LAB_FAULT": "part:2:hang",
-        "PYTHONPATH": str(ROOT),
-        "HOME": str(home),
-    }
+    env = {**os.environ, "MEMORY_LAB_FAULT": "part:2:hang", "PYTHONPATH": str(ROOT)}
     argv = ["run", "--memory", *MEMORIES, "--dialogues", dialogues, "--out", str(out), "--quiet"]
     argv += ["--executor", "ray", "--ray-address", cluster]
     proc = subprocess.Popen(

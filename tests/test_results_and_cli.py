@@ -131,7 +131,9 @@ def test_the_summary_table_is_printed(tmp_path, capsys):
     [
         (["--memory", "nope"], "unknown memory 'nope'"),
         (["--memory", "window:k=x"], "must be int"),
-        (["--dialogues", "/no/such/folder"], "no such file or folder"),
+        (["--dialogues", "/no/such/folder"], "no such file or folder (a source is a dialogue"),
+        (["--dialogues", "locomo:/no/locomo10.json"], "in data/locomo10.zip of the snap-research"),
+        (["--dialogues", "longmemeval:/no/lme.json"], "xiaowu0162/LongMemEval release"),
         (["--dialogues", "builtin:nothing"], "unknown built-in suite"),
     ],
 )
@@ -213,3 +215,40 @@ def test_rank_scores_in_the_summary_for_ranking_memories_only(tmp_path):
     assert (vector["session_recall_all_at_5"] >= vector["turn_recall_all_at_5"]).all()
     saved = (out / "summary.csv").read_text().splitlines()[0].split(",")
     assert set(RANK_SCORES) <= set(saved)
+
+
+def test_the_bar_says_the_run_is_starting_and_the_run_ends_naming_the_report(tmp_path, capsys):
+    """Models load before the first exchange (seconds, in every worker): the bar says so
+    rather than sitting at 0% with a guessed ETA, and the note goes once turns are counted."""
+    out = tmp_path / "run"
+    argv = ["run", "--memory", "window", "--out", str(out)]
+    assert main([*argv, "--dialogues", str(FIXTURES / "dialogues" / "mini.yaml")]) == 0
+    printed = capsys.readouterr()
+    assert f"report:  memory-lab report {out}  (charts and report.html)" in printed.out
+    assert f"browse:  memory-lab view {out}  (" in printed.out
+    frames = printed.err.split("\r")
+    bars = [f for f in frames if "turn" in f]
+    first_turn = next(i for i, f in enumerate(bars) if " 0/7" not in f)
+    assert any("starting: loading models" in f for f in bars[:first_turn])
+    assert not any("starting" in f for f in bars[first_turn:])
+    assert "100%" in bars[-1]
+
+
+def test_run_benchmark_refuses_a_folder_with_a_run_unless_told_to_overwrite_it(tmp_path):
+    from memory_lab import load_dialogues, resolve_memories, run_benchmark
+
+    out = tmp_path / "first"
+    dialogues = load_dialogues(FIXTURES / "dialogues" / "mini.yaml")
+    (out / "charts").mkdir(parents=True)
+    (out / "charts" / "old.png").write_bytes(b"old chart")
+    (out / "notes.txt").write_text("mine")
+    run_benchmark(resolve_memories(["window:k=1"]), dialogues, out, progress=False)
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        run_benchmark(resolve_memories(["buffer"]), dialogues, out, progress=False)
+    again = run_benchmark(
+        resolve_memories(["buffer"]), dialogues, out, progress=False, overwrite=True
+    )
+    assert list(again.summary["memory"]) == ["buffer"]
+    assert {r["memory"] for r in read_records(out)} == {"buffer"}
+    assert not (out / "charts").exists()  # the old run's outputs went, with it
+    assert (out / "notes.txt").read_text() == "mine"  # nothing else was touched

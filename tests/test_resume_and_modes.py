@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 
+import pandas as pd
 import pytest
 
 from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
@@ -100,6 +102,13 @@ def test_dry_run_calls_no_provider_and_prices_the_requested_models(tmp_path, cap
     assert main([*args, "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out
     assert "DRY RUN" in printed and "no provider was called" in printed
+    total = re.search(
+        r"DRY RUN total: ([\d,]+) tokens, est\. \$([\d.]+) for the whole run", printed
+    )
+    assert total, printed
+    rows = pd.read_csv(out / "summary.csv")
+    assert int(total[1].replace(",", "")) == rows["total_tokens"].sum()
+    assert abs(float(total[2]) - rows["est_cost_usd"].sum()) < 1e-4
     info = json.loads((out / "run.json").read_text())
     assert info["dry_run"]["llm"] == "openai:gpt-4o"
     assert info["pricing"]["llm_model"] == "gpt-4o"

@@ -279,3 +279,29 @@ def test_resume_of_a_folder_without_a_run_leaves_no_lock_file_in_it(tmp_path, ca
     assert main(["run", "--resume", str(tmp_path), "--quiet"]) == 2
     assert f"{tmp_path}: no run.json to resume" in one_line_error(capsys)
     assert not (tmp_path / LOCK_FILE).exists()
+
+
+def test_a_finished_run_leaves_no_lock_file_and_a_waiter_on_the_old_file_locks_anew(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    with hold_folder(out):
+        stale = os.open(out / LOCK_FILE, os.O_RDWR)  # opened before the holder lets go
+    assert not (out / LOCK_FILE).exists()
+    try:
+        with hold_folder(out):  # the old, removed file does not count as the lock
+            assert (out / LOCK_FILE).exists()
+            import fcntl
+
+            fcntl.flock(stale, fcntl.LOCK_EX | fcntl.LOCK_NB)  # only the removed file is free
+            with pytest.raises(FolderInUse):
+                with hold_folder(out):
+                    pass
+    finally:
+        os.close(stale)
+    assert not (out / LOCK_FILE).exists()
+
+
+def test_a_complete_run_folder_holds_no_lock_file(tmp_path):
+    out = tmp_path / "run"
+    assert main(run_argv(out)) == 0
+    assert (out / "run.json").exists() and not (out / LOCK_FILE).exists()

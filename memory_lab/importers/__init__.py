@@ -45,6 +45,15 @@ def _importers() -> dict[str, Callable[..., ImportResult]]:
 FORMATS = ("locomo", "longmemeval", "beam")
 
 
+# Where each dataset comes from, for a path that does not exist (none is shipped: licences).
+DATASET_ORIGINS = {
+    "locomo": "LoCoMo is not shipped: locomo10.json is in data/locomo10.zip of the "
+    "snap-research/locomo repository on GitHub; see docs/importers.md",
+    "longmemeval": "LongMemEval is not shipped: longmemeval_s_cleaned.json and the other files "
+    "come with the xiaowu0162/LongMemEval release on GitHub; see docs/importers.md",
+}
+
+
 def parse_source(text: str) -> tuple[str, Path, dict[str, str]] | None:
     """Split ``FORMAT:PATH#key=value`` into its parts; None when not a foreign source.
 
@@ -97,5 +106,6 @@ def import_source(
                 str(path), None, "options", f"{fmt} has no option {key!r} (options: {allowed})"
             )
     if not path.exists():
-        raise import_error(str(path), None, "source", "no such file or folder")
+        where = DATASET_ORIGINS.get(fmt, "see docs/importers.md")
+        raise import_error(str(path), None, "source", f"no such file or folder ({where})")
     return importer(path, budget=budget, **options)

@@ -30,10 +30,8 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memory_lab.memories.lg_backends import PoolBusy, lend_pool, open_pool
 from memory_lab.memories.registry import MemorySpec
@@ -44,11 +42,11 @@ from memory_lab.serve.guard import (
     Limits,
     RateLimiter,
     RequestError,
-    check_host,
     check_message,
     check_text,
     check_user_id,
 )
+from memory_lab.serve.http import HostCheck, add_error_handlers, error_response
 
 log = logging.getLogger("memory_lab.serve")
 
@@ -99,22 +97,6 @@ async def _lifespan(app: FastAPI):
             await run_in_threadpool(chats.close)  # before the savers close
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": message, "status": status}, status, headers=headers)
-
-
-def _validation_message(exc: RequestValidationError) -> str:
-    first = exc.errors()[0] if exc.errors() else {}
-    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
-    if first.get("type") == "json_invalid":
-        return "the body is not valid JSON"
-    if first.get("type") == "missing":
-        return f"{where}: required"
-    if first.get("type") == "extra_forbidden":
-        return f"{where}: unknown field (allowed: message, memory)"
-    return f"{where}: {first.get('msg', 'invalid')}"
-
-
 class BodyLimit:
     """Refuse (413) a request body over ``limit`` bytes, by its length or as it streams in."""
 
@@ -128,7 +110,7 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            await _error(413, self._message())(scope, receive, send)
+            await error_response(413, self._message())(scope, receive, send)
             return
         if declared is not None:
             await self.app(scope, receive, send)
@@ -142,7 +124,7 @@ class BodyLimit:
             body += message.get("body", b"")
             more = message.get("more_body", False)
             if len(body) > self.limit:
-                await _error(413, self._message())(scope, receive, send)
+                await error_response(413, self._message())(scope, receive, send)
                 return
         replayed = False
 
@@ -159,50 +141,29 @@ class BodyLimit:
         return f"the request body is over {self.limit} bytes (see --max-message-chars)"
 
 
-class HostCheck:
-    """Refuse (421) an HTTP request whose Host header is not the loopback (``check_host``)."""
+def answering_model(llm: str) -> str:
+    """How the page names the model that answers (the offline one says what it does)."""
+    from memory_lab.model_spec import is_offline
 
-    def __init__(self, app: Any):
-        self.app = app
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            host = dict(scope.get("headers") or []).get(b"host")
-            try:
-                check_host(host.decode("latin-1") if host is not None else None)
-            except RequestError as exc:
-                await _error(exc.status, exc.message)(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+    if is_offline(llm):
+        return (
+            'offline reader (no LLM: it quotes what the memory gives back, says "Noted." to '
+            'a statement and "I don\'t know." when memory holds no answer; --llm sets a real '
+            "model)"
+        )
+    return llm
 
 
 def create_app(settings: ServeSettings) -> FastAPI:
     """The app serving ``settings``; memories are made per user on first use."""
     app = FastAPI(title="memory-lab serve", lifespan=_lifespan, docs_url=None, redoc_url=None)
     app.state.settings = settings
-    _add_error_handlers(app)
+    add_error_handlers(app)
     _add_access_log(app)
     app.add_middleware(BodyLimit, limit=settings.limits.max_body_bytes)
     app.add_middleware(HostCheck)  # added last: the outermost, before a body is read
     _add_routes(app, settings)
     return app
-
-
-def _add_error_handlers(app: FastAPI) -> None:
-    """Every refusal and error as one JSON shape (``_error``)."""
-
-    @app.exception_handler(RequestError)
-    async def refused(request: Request, exc: RequestError) -> JSONResponse:
-        return _error(exc.status, exc.message, exc.headers)
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return _error(422, _validation_message(exc))
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        message = "no such route" if exc.status_code == 404 else str(exc.detail)
-        return _error(exc.status_code, message)
 
 
 def _add_access_log(app: FastAPI) -> None:
@@ -280,6 +241,7 @@ def _add_routes(app: FastAPI, settings: ServeSettings) -> None:
     def memories() -> dict:
         return {
             "memories": chats().labels(),
+            "answering_model": answering_model(settings.models.config.llm),
             "limits": {
                 "max_message_chars": limits.max_message_chars,
                 "rate": limits.rate,

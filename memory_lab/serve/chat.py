@@ -338,3 +338,24 @@ class Chats:
                     error = error or exc
         if error is not None:
             raise error
+
+
+WARM_UP = "Hello, I'm warming up."
+
+
+def warm_up(specs: list[MemorySpec], models: RunModels) -> int:
+    """One exchange and one look through a throwaway memory of every served spec (those on
+    PostgreSQL excepted: nothing is written there), so the models, embeddings and analysers
+    load before the first user waits on them. Returns how many memories were warmed."""
+    warmed = 0
+    for spec in specs:
+        if on_postgres(spec):
+            continue
+        memory = UserMemory(served_spec(spec), f"warm-up-{uuid.uuid4().hex[:8]}", models)
+        try:
+            memory.chat(WARM_UP)
+            memory.state("What did I say?")
+        finally:
+            memory.close()
+        warmed += 1
+    return warmed

@@ -155,18 +155,30 @@ def listening_socket(port: int) -> socket.socket:
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from memory_lab.redact import redact_logs
     from memory_lab.serve.app import create_app
+    from memory_lab.serve.chat import warm_up
 
     settings = settings_from(args)
+    print("memory-lab serve: warming up the models (once)", file=sys.stderr, flush=True)
+    warm_up(settings.memories, settings.models)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     sock = listening_socket(args.port)
     port = sock.getsockname()[1]
     labels = ", ".join(s.label for s in settings.memories)
     print(f"memory-lab serve: http://{HOST}:{port}/ (playground) serving {labels}", flush=True)
-    config = uvicorn.Config(create_app(settings), access_log=False, log_level="info")
+    run_server(create_app(settings), sock)
+    print("memory-lab serve: stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def run_server(app: object, sock: socket.socket) -> None:
+    """Serve ``app`` with uvicorn on ``sock`` until Ctrl-C (``serve`` and ``view``); ValueError
+    when it did not start."""
+    import uvicorn
+
+    from memory_lab.redact import redact_logs
+
+    config = uvicorn.Config(app, access_log=False, log_level="info")
     server = uvicorn.Server(config)
     redact_logs()  # uvicorn's handlers too: no credential in any log line (httpx logs URLs)
     try:
@@ -177,5 +189,3 @@ def run(args: argparse.Namespace) -> int:
         sock.close()
     if not server.started:  # the lifespan failed (uvicorn logged why)
         raise ValueError("the server did not start; see the log above")
-    print("memory-lab serve: stopped", file=sys.stderr, flush=True)
-    return 0

@@ -172,3 +172,15 @@ def test_is_abstention_is_not_fooled_by_facts_that_contain_dont_have():
     assert is_abstention("I don't know.")
     assert is_abstention("잘 모르겠어요.")
     assert not is_abstention("I moved to Busan and I don't have a car there.")
+
+
+def test_a_statement_is_acknowledged_and_a_question_without_an_answer_is_not():
+    from memory_lab.models.offline_reader import ABSTAIN_REPLY, ACK_REPLY, OfflineReader, asks
+    from memory_lab.prompt import render_prompt
+
+    reader = OfflineReader()
+    empty = render_prompt("", "Hi, I'm Dana and I live in Porto.")
+    assert reader.answer(empty) == ACK_REPLY
+    assert reader.answer(render_prompt("", "Where do I live?")) == ABSTAIN_REPLY
+    assert reader.answer(render_prompt("", "Remind me where I live")) == ABSTAIN_REPLY
+    assert not asks("My brother Idris is a pilot.") and asks("제 동생 이름이 뭐예요?")

@@ -18,14 +18,22 @@ from memory_lab.runner import RunModels  # noqa: E402
 @contextmanager
 def running(settings) -> Iterator[str]:
     """Serve ``settings`` with uvicorn on 127.0.0.1 until the block ends; yield the base URL."""
+    from memory_lab.serve.app import create_app
+
+    with running_app(create_app(settings)) as url:
+        yield url
+
+
+@contextmanager
+def running_app(app) -> Iterator[str]:
+    """Serve a FastAPI app with uvicorn on a free 127.0.0.1 port; yield the base URL."""
     import uvicorn
 
-    from memory_lab.serve.app import create_app
     from memory_lab.serve.command import listening_socket
 
     sock = listening_socket(0)
     port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(settings), access_log=False, log_level="warning")
+    config = uvicorn.Config(app, access_log=False, log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

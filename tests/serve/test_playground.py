@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
+from ..chromium import CHROMIUM, DRIVER, chromium_driver
+
 LEAD_COPY = Path("/work/serve-screenshot.png")  # one copy for a person to look at
 
 pytestmark = pytest.mark.skipif(
@@ -27,19 +27,9 @@ MESSAGES = [
 
 @pytest.fixture
 def browser():
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(flag)
-    options.add_argument("--window-size=1400,1000")
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
-    try:
+    pytest.importorskip("selenium.webdriver")
+    with chromium_driver() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def test_two_memories_side_by_side_five_turns(serve, browser, tmp_path):
@@ -84,6 +74,11 @@ def test_two_memories_side_by_side_five_turns(serve, browser, tmp_path):
         left_context = [r[1] for r in rows["left"]]
         assert left_context == sorted(left_context) and left_context[-1] > rows["right"][-1][1]
         assert "Tangier" in left.find_element(By.CLASS_NAME, "log").text
+        # the offline reader acknowledges a statement (it only quotes memory), and the page
+        # says which model answers
+        assert "I don't know." not in left.find_element(By.CLASS_NAME, "log").text
+        assert "Noted." in left.find_element(By.CLASS_NAME, "log").text
+        assert browser.find_element(By.ID, "model").text.startswith("answering model: offline")
         shot = tmp_path / "playground.png"
         assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
         try:

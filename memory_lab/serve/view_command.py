@@ -1,0 +1,51 @@
+"""``memory-lab view``: its options, and serving the results browser on 127.0.0.1."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from memory_lab.serve.command import HOST, listening_socket, run_server
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    view = sub.add_parser(
+        "view", help="browse and compare results folders in a local web page on 127.0.0.1"
+    )
+    view.add_argument(
+        "folders",
+        nargs="*",
+        metavar="RESULTS_DIR",
+        help="results folders, or folders holding them (default: results)",
+    )
+    view.add_argument(
+        "--port", type=int, default=8766, help="port on 127.0.0.1 (0: a free one; default 8766)"
+    )
+    view.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from memory_lab.compare import find_runs
+
+    try:
+        from memory_lab.serve.viewer import ViewSettings, create_view_app
+    except ImportError as exc:
+        raise ValueError(
+            f"memory-lab view needs FastAPI and uvicorn ({exc.name} is missing): "
+            "pip install 'memory-lab[serve]'"
+        ) from None
+    if not 0 <= args.port <= 65535:
+        raise ValueError(f"--port must be between 0 and 65535, got {args.port}")
+    folders = [str(f) for f in args.folders] or ["results"]
+    runs = find_runs(folders)  # a folder that is missing or holds no run: one line, before binding
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    sock = listening_socket(args.port)
+    port = sock.getsockname()[1]
+    count = f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
+    print(
+        f"memory-lab view: http://{HOST}:{port}/ ({count} under {', '.join(folders)})", flush=True
+    )
+    run_server(create_view_app(ViewSettings(folders)), sock)
+    print("memory-lab view: stopped", file=sys.stderr, flush=True)
+    return 0

@@ -1,0 +1,188 @@
+"""``memory-lab view``: the results browser's API over HTTP, and its page in headless Chromium
+(the run list, a comparison of two runs, one probe through every memory)."""
+
+from __future__ import annotations
+
+import shutil
+
+import httpx
+import pytest
+
+from memory_lab.cli import main
+from memory_lab.prompt import split_prompt
+from memory_lab.results import read_results
+from memory_lab.serve.viewer import ViewSettings, create_view_app
+from memory_lab.sources import load_dialogues
+
+from ..conftest import FIXTURES
+from ..small_run import SMALL_MEMORIES, small_run  # noqa: F401 - a fixture
+from ..test_report import EXTERNAL
+from .conftest import running_app
+from .test_playground import CHROMIUM, DRIVER, browser  # noqa: F401 - a fixture
+
+MINI = FIXTURES / "dialogues" / "mini.yaml"
+LOADED = "return [...document.querySelectorAll('#charts img')].every(i => i.naturalWidth > 100)"
+
+
+@pytest.fixture(scope="module")
+def two_runs(small_run, tmp_path_factory):  # noqa: F811
+    """A folder holding two runs: the small run (3 memories, mini + Korean) and mini.yaml
+    through two memories with short answers."""
+    root = tmp_path_factory.mktemp("view") / "results"
+    shutil.copytree(small_run.path, root / "small")
+    argv = ["run", "--memory", "buffer", "window:k=1", "--dialogues", str(MINI)]
+    argv += ["--answer-style", "short", "--out", str(root / "short"), "--quiet"]
+    assert main(argv) == 0
+    return root
+
+
+@pytest.fixture
+def viewer(two_runs):
+    with running_app(create_view_app(ViewSettings([str(two_runs)]))) as url:
+        yield url
+
+
+def test_the_api_lists_compares_and_drills_down(viewer, two_runs):
+    with httpx.Client(base_url=viewer, timeout=120) as http:
+        page = http.get("/").text
+        assert "<h1>memory-lab view</h1>" in page and not EXTERNAL.search(page)
+        runs = http.get("/api/runs").json()["runs"]
+        assert [r["name"] for r in runs] == ["short", "small"]
+        assert runs[1]["memories"] == SMALL_MEMORIES and runs[0]["answer_style"] == "short"
+        keys = [r["key"] for r in runs]
+        both = [("run", k) for k in keys]
+
+        data = http.get("/api/compare", params=both).json()
+        assert data["memories"] == ["short/buffer", "short/window:k=1"] + [
+            f"small/{m}" for m in SMALL_MEMORIES
+        ]
+        assert [r["memory"] for r in data["summary"]] == data["memories"]
+        assert data["headline"][0].startswith("Recall: ")
+        shared = [p for p in data["pairs"] if p["memory_a"].startswith("short/")]
+        assert shared and all(p["probes"] == 4 for p in shared if "small/" in p["memory_b"])
+        cat = next(p for p in data["probes"] if p["probe"] == "q-cat")
+        assert set(cat["correct"]) == set(data["memories"])
+
+        probe = http.get(
+            "/api/probe", params=[*both, ("dialogue", "mini-profile"), ("probe", "q-cat")]
+        ).json()
+        dialogue = load_dialogues(MINI)[0]
+        texts = {t.id: t.text for t in dialogue.turns}
+        assert probe["evidence"] == [{"id": "cat", "text": texts["cat"]}]
+        records = {}
+        for name in ("short", "small"):
+            p = read_results(two_runs / name).probes
+            for r in p[(p.dialogue == "mini-profile") & (p.probe_id == "q-cat")].to_dict("records"):
+                records[f"{name}/{r['memory']}"] = r
+        assert [m["memory"] for m in probe["memories"]] == data["memories"]
+        for m in probe["memories"]:
+            assert m["reply"] == records[m["memory"]]["reply"]
+            assert m["context"] == split_prompt(records[m["memory"]]["prompt"])[0]
+            assert m["correct"] == records[m["memory"]]["correct"]
+
+
+def test_the_api_refuses_in_one_line(viewer, two_runs):
+    with httpx.Client(base_url=viewer, timeout=60) as http:
+        other = http.get("/api/runs", headers={"Host": "rebound.example:8766"})
+        assert other.status_code == 421 and "DNS rebinding" in other.json()["error"]
+        outside = http.get("/api/compare", params={"run": "/etc"})
+        assert outside.status_code == 404
+        assert outside.json()["error"] == (
+            "run '/etc': no such results folder under the folders given"
+        )
+        assert http.get("/api/compare").status_code == 422
+        key = str(two_runs / "small")
+        missing = http.get(
+            "/api/probe", params={"run": key, "dialogue": "mini-profile", "probe": "nope"}
+        )
+        assert missing.status_code == 404 and "'nope'" in missing.json()["error"]
+
+
+def test_view_refuses_a_missing_folder_before_listening(tmp_path, capsys):
+    assert main(["view", str(tmp_path / "nope"), "--port", "0"]) == 2
+    assert (
+        capsys.readouterr().err.strip() == f"memory-lab: error: {tmp_path / 'nope'}: no such folder"
+    )
+
+
+pytestmark_browser = pytest.mark.skipif(
+    not (CHROMIUM and DRIVER),
+    reason="no chromium/chromedriver: apt-get install -y chromium chromium-driver",
+)
+
+
+def _wait_view(driver, view: str):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 120).until(
+        lambda d: d.execute_script("return document.body.dataset.view") == view
+    )
+
+
+@pytestmark_browser
+def test_in_chromium_list_compare_and_drill_down(viewer, two_runs, browser, tmp_path):  # noqa: F811
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, 120)
+    browser.get(viewer + "/")
+    _wait_view(browser, "runs")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")
+    assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in rows] == ["short", "small"]
+    browser.save_screenshot(str(tmp_path / "list.png"))
+    for box in browser.find_elements(By.CSS_SELECTOR, "#runs tbody input[type=checkbox]"):
+        box.click()
+    button = browser.find_element(By.ID, "compare-selected")
+    assert button.text == "Compare selected (2)"
+    button.click()
+
+    _wait_view(browser, "compare")
+    memories = ["short/buffer", "short/window:k=1"] + [f"small/{m}" for m in SMALL_MEMORIES]
+    summary = browser.find_elements(By.CSS_SELECTOR, "#summary tbody tr")
+    assert [r.find_element(By.TAG_NAME, "td").text for r in summary] == memories
+    assert browser.find_elements(By.CSS_SELECTOR, "#headline li")
+    assert browser.find_elements(By.CSS_SELECTOR, "#pairs tbody tr")
+    wait.until(
+        lambda d: (
+            len(d.find_elements(By.CSS_SELECTOR, "#charts img")) == 6 and d.execute_script(LOADED)
+        )
+    )
+    headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#summary thead th")]
+    assert "J" not in headers  # neither run was judged: the empty column is left out
+    browser.save_screenshot(str(tmp_path / "compare.png"))
+    # sorting by recall updates the table and the permalink
+    browser.find_element(By.CSS_SELECTOR, '#summary th[data-key="accuracy"]').click()
+    assert "summary.sort=accuracy" in browser.current_url
+    # filter the probes to the cat question and open it
+    box = browser.find_element(By.ID, "probes-filter")
+    box.send_keys("cat called")
+    shown = browser.find_elements(By.CSS_SELECTOR, "#probes tbody tr")
+    assert len(shown) == 1 and shown[0].get_attribute("data-probe") == "q-cat"
+    shown[0].click()
+
+    _wait_view(browser, "probe")
+    cards = browser.find_elements(By.CSS_SELECTOR, "#cards .card")
+    assert [c.get_attribute("data-memory") for c in cards] == memories
+    cat_text = {t.id: t.text for t in load_dialogues(MINI)[0].turns}["cat"]
+    for card in cards:
+        run, memory = card.get_attribute("data-memory").split("/", 1)
+        p = read_results(two_runs / run).probes
+        record = p[(p.memory == memory) & (p.probe_id == "q-cat")].iloc[0]
+        context = card.find_element(By.CSS_SELECTOR, "pre.context")
+        assert context.get_attribute("textContent") == split_prompt(record["prompt"])[0]
+        reply = card.find_element(By.CSS_SELECTOR, "pre.reply")
+        assert reply.get_attribute("textContent") == record["reply"]
+        marks = [m.get_attribute("textContent") for m in context.find_elements(By.TAG_NAME, "mark")]
+        assert marks == ([cat_text] if cat_text in context.get_attribute("textContent") else [])
+    buffer = cards[0].find_element(By.CSS_SELECTOR, "pre.context")
+    assert buffer.find_elements(By.TAG_NAME, "mark")  # the buffer holds every turn
+    browser.save_screenshot(str(tmp_path / "probe.png"))
+
+    # the permalink opens the same view in a fresh page
+    link = browser.current_url
+    browser.get("about:blank")
+    browser.get(link)
+    _wait_view(browser, "probe")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#cards .card")) == len(memories)
+    logs = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert logs == []
