@@ -22,6 +22,7 @@ from memory_lab.config import (
     named_values,
 )
 from memory_lab.dialogue import DialogueError
+from memory_lab.importers import FORMATS
 from memory_lab.redact import redact, redact_logs
 from memory_lab.sources import validate
 from memory_lab.windows import MODEL_WINDOW, parse_limit
@@ -48,6 +49,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         if not factory.params:
             print("      (no parameters)")
     print("\nBuilt-in dialogue suites: " + ", ".join(f"builtin:{s}" for s in builtin_suites()))
+    print("Dataset formats (docs/importers.md): " + ", ".join(f"{f}:PATH" for f in FORMATS))
     return 0
 
 
@@ -71,6 +73,43 @@ def _cmd_import(args: argparse.Namespace) -> int:
     options = named_values(args.option, "--option")
     written = write_yaml_dialogues(args.format, args.path, args.out, **options)
     print(f"wrote {len(written)} dialogue file(s) to {args.out}/")
+    return 0
+
+
+def _cmd_beam_scores(args: argparse.Namespace) -> int:
+    import csv
+
+    from memory_lab.beam_scores import (
+        PROTOCOLS,
+        LLMBeamGrader,
+        OfflineBeamGrader,
+        format_beam_table,
+        load_beam_prompts,
+        score_run,
+    )
+
+    protocols = PROTOCOLS if args.beam_protocol == "both" else (args.beam_protocol,)
+    if args.judge == "offline":
+        grader, template = OfflineBeamGrader(), ""
+    else:
+        if args.beam_copy is None:
+            raise ValueError(
+                "--beam-copy DIR: your BEAM copy, whose src/prompts.py holds the judge prompt "
+                "(not bundled: BEAM's repository has no licence)"
+            )
+        from memory_lab.models.providers import provider_chat_model
+
+        prompts = load_beam_prompts(args.beam_copy)
+        model = provider_chat_model(args.judge, base_url=args.base_url, temperature=0.0)
+        grader, template = LLMBeamGrader(model, prompts), prompts.judge
+    rows = score_run(args.results_dir, grader, protocols, template)
+    out = Path(args.results_dir) / "beam_scores.csv"
+    with open(out, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    print(format_beam_table(rows, args.judge))
+    print(f"\nper-question scores: {out}")
     return 0
 
 
@@ -482,7 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_parser(sub)
 
     imp = sub.add_parser("import", help="convert a foreign dataset into dialogue YAML files")
-    imp.add_argument("format", choices=["locomo", "longmemeval"])
+    imp.add_argument("format", choices=FORMATS, help="the dataset's format")
     imp.add_argument("path", type=Path, help="dataset file, folder or zip")
     imp.add_argument("--out", type=Path, required=True, help="folder for the YAML files")
     imp.add_argument(
@@ -490,7 +529,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="importer option, e.g. categories=swapped for locomo",
+        help="importer option, e.g. categories=swapped for locomo, scale=100K or "
+        "conversations=1-3+7 for beam",
     )
     imp.set_defaults(func=_cmd_import)
 
@@ -500,6 +540,32 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--out", type=Path, required=True, help="hypotheses JSONL file")
     exp.add_argument("--memory", help="which memory's replies (needed if the run has several)")
     exp.set_defaults(func=_cmd_export)
+
+    beam = sub.add_parser(
+        "beam-scores",
+        help="score a run over BEAM as BEAM does: rubric judge and event-ordering tau-b, "
+        "per ability and scale",
+    )
+    beam.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="a results folder")
+    beam.add_argument(
+        "--judge",
+        default="offline",
+        help="offline (value nuggets by answer matching, the rest ungraded) or PROVIDER:MODEL",
+    )
+    beam.add_argument(
+        "--beam-protocol",
+        choices=["reference", "corrected", "both"],
+        default="both",
+        help="reference: BEAM's code as is (<question> not filled in, 0.5 read as 0); "
+        "corrected: question filled in, 0.5 kept; both (default): side by side",
+    )
+    beam.add_argument(
+        "--beam-copy",
+        type=Path,
+        help="your BEAM copy (or a folder inside it): its src/prompts.py holds the judge prompt",
+    )
+    beam.add_argument("--base-url", help="OpenAI-compatible server for an openai: judge")
+    beam.set_defaults(func=_cmd_beam_scores)
 
     lst = sub.add_parser("list", help="show every memory with its parameters and defaults")
     lst.set_defaults(func=_cmd_list)

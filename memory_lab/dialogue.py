@@ -38,6 +38,9 @@ CATEGORIES = (
     "preference",
     "abstention",
     "inference",
+    "contradiction",
+    "instruction",
+    "summary",
 )
 
 _DIALOGUE_KEYS = {"format", "id", "title", "language", "tags", "sessions", "probes", "metadata"}

@@ -1,4 +1,5 @@
-"""Published LoCoMo figures of other systems (``data/published_locomo.json``), for the report.
+"""Published LoCoMo and BEAM figures of other systems (``data/published_locomo.json``,
+``data/published_beam.json``), for the report and ``memory-lab beam-scores``.
 
 They are other people's numbers, from other answering models, prompts and judges: the report
 shows them apart from the run's own, labelled as such, and only for runs over LoCoMo.
@@ -13,12 +14,20 @@ from typing import Any
 import pandas as pd
 
 PUBLISHED_FILE = "published_locomo.json"
+PUBLISHED_BEAM_FILE = "published_beam.json"
 
 
 def published_locomo() -> dict[str, Any]:
     """The bundled file: ``about``, ``dataset``, ``model``, ``model_source`` and ``rows`` (each
     ``system``, ``j``, ``p95_seconds``, ``tokens_per_query``, ``source``, ``source_note``)."""
     text = (resources.files("memory_lab") / "data" / PUBLISHED_FILE).read_text("utf-8")
+    return json.loads(text)
+
+
+def published_beam() -> dict[str, Any]:
+    """The bundled BEAM file: ``about``, ``dataset`` and ``rows`` (each ``system``, ``scale``,
+    ``score`` in percent, ``source``, ``source_note``)."""
+    text = (resources.files("memory_lab") / "data" / PUBLISHED_BEAM_FILE).read_text("utf-8")
     return json.loads(text)
 
 

@@ -315,6 +315,55 @@ def _published_section(probes: pd.DataFrame) -> str:
     )
 
 
+def _beam_section(probes: pd.DataFrame) -> str:
+    """Runs over BEAM: BEAM's scores by memory, scale and ability as the offline judge gives
+    them (value nuggets only, labelled offline), the run's evidence recall beside them, and the
+    published figures at the run's scales, labelled as such (``memory-lab beam-scores --judge``
+    gives the judged scores)."""
+    from memory_lab.beam_scores import (
+        OFFLINE_LABEL,
+        PROTOCOLS,
+        OfflineBeamGrader,
+        published_rows,
+        score_probes,
+        table_rows,
+    )
+
+    if probes.empty or "probe_metadata" not in probes:
+        return ""
+    rows = score_probes(probes, OfflineBeamGrader(), PROTOCOLS)
+    if not rows:
+        return ""
+    body = [
+        [
+            escape(t["memory"]),
+            escape(t["scale"]),
+            escape(t["ability"]),
+            *(EMPTY if v is None else _pct(v) for v in t["scores"].values()),
+            f"{t['graded']}/{t['items']}",
+            EMPTY if t["recall"] is None else _pct(t["recall"]),
+            f"{t['with_evidence']}/{t['probes']}",
+        ]
+        for t in table_rows(rows)
+    ]
+    header = ["memory", "scale", "ability", *(f"BEAM {p} (offline)" for p in PROTOCOLS)]
+    header += ["rubric items graded", "evidence recall", "probes with evidence"]
+    published = [
+        [escape(r["scale"]), escape(r["system"]), f"{r['score']:.1f}%", escape(r["source"])]
+        for r in published_rows(sorted({r["scale"] for r in rows}))
+    ]
+    return (
+        '<h2 id="beam">BEAM by ability</h2>'
+        + f"<p class=note>{escape(OFFLINE_LABEL)}: a partial, offline measure; evidence recall is "
+        "the offline headline. memory-lab beam-scores --judge MODEL gives BEAM's judged "
+        "scores.</p>"
+        + _table(header, body, 'class="num" id=beam-table')
+        + "<h3>Published BEAM figures (vendors' own numbers, other models, judges and "
+        "protocols; not comparable digit for digit)</h3>"
+        + _table(["scale", "system", "score", "source"], published, "id=published-beam")
+    )
+
+
 def _failures_section(cells: pd.DataFrame) -> str:
     """The cells that failed, with their errors (their probes are in no figure above)."""
     if cells.empty or "status" not in cells:
@@ -510,6 +559,7 @@ TOC = [
     ("pairs", "Paired comparison"),
     ("metrics", "Field metrics"),
     ("published", "Published figures"),
+    ("beam", "BEAM by ability"),
     ("failed", "Failed cells"),
     ("probes-section", "Probes"),
 ]
@@ -600,6 +650,7 @@ def _render(title: str, runs: list[Results], names: list[str]) -> str:
         _pairs_section(parts["pairs"]),
         _metrics_section(summary, summarize_by_category(results), parts["style_note"]),
         _published_section(results.probes),
+        _beam_section(results.probes),
         _failures_section(results.cells),
         _probes_section(results.probes, memory_order(results)),
     ]

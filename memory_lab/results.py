@@ -395,8 +395,8 @@ def summarize_by_category(results: Results) -> pd.DataFrame:
     on LoCoMo's category 5) and the judge's accuracy (its headline verdict, ``judge_correct``;
     NaN without a judge).
 
-    Imported datasets keep their own category too (LoCoMo's id, LongMemEval's question type),
-    in the ``source_category`` column when present.
+    Imported datasets keep their own category too (LoCoMo's id, LongMemEval's question type,
+    BEAM's ability), in the ``source_category`` column when present.
     """
     probes = results.probes
     columns = [
@@ -441,7 +441,7 @@ def summarize_by_category(results: Results) -> pd.DataFrame:
 def _source_category(row: pd.Series) -> str:
     meta = row.get("probe_metadata")
     if isinstance(meta, dict):
-        for key in ("locomo_category", "question_type"):
+        for key in ("locomo_category", "question_type", "beam_ability"):
             if key in meta:
                 return f"{key}={meta[key]}"
     return ""

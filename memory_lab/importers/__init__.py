@@ -7,7 +7,8 @@ every skipped item with its reason. Nothing is dropped silently.
 The parts every importer uses (the report, the checks naming record and field) are in
 ``memory_lab.importers.common``.
 Sources are written ``FORMAT:PATH`` with options after ``#``: ``locomo:data/locomo10.json``,
-``locomo:data/locomo10.json#categories=swapped``, ``longmemeval:longmemeval_s.json#max_mib=300``.
+``locomo:data/locomo10.json#categories=swapped``, ``longmemeval:longmemeval_s.json#max_mib=300``,
+``beam:BEAM/chats#scale=100K,conversations=1-3`` (a list inside one option is joined with ``+``).
 
 Imports are bounded like dialogue files: at most 64 MiB read in all (a file, or all the files of a
 folder or entries of a zip together; ``#max_mib=N`` raises it), and each record, which becomes one
@@ -34,13 +35,14 @@ from memory_lab.limits import MAX_FILE_BYTES, ReadBudget
 
 
 def _importers() -> dict[str, Callable[..., ImportResult]]:
+    from memory_lab.importers.beam import import_beam
     from memory_lab.importers.locomo import import_locomo
     from memory_lab.importers.longmemeval import import_longmemeval
 
-    return {"locomo": import_locomo, "longmemeval": import_longmemeval}
+    return {"locomo": import_locomo, "longmemeval": import_longmemeval, "beam": import_beam}
 
 
-FORMATS = ("locomo", "longmemeval")
+FORMATS = ("locomo", "longmemeval", "beam")
 
 
 # Where each dataset comes from, for a path that does not exist (none is shipped: licences).
