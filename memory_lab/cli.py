@@ -21,6 +21,7 @@ from memory_lab.config import (
     named_values,
 )
 from memory_lab.dialogue import DialogueError
+from memory_lab.importers import FORMATS, importer_options
 from memory_lab.redact import redact, redact_logs
 from memory_lab.sources import validate
 
@@ -45,6 +46,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
         if not factory.params:
             print("      (no parameters)")
     print("\nBuilt-in dialogue suites: " + ", ".join(f"builtin:{s}" for s in builtin_suites()))
+    print(
+        "\nDataset formats (--dialogues FORMAT:PATH#key=value,...; memory-lab import FORMAT PATH):"
+    )
+    for fmt in FORMATS:
+        print(f"  {fmt}: options {', '.join(importer_options(fmt))}")
     return 0
 
 
@@ -76,6 +82,25 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     count = export_longmemeval(args.results, args.out, memory=args.memory)
     print(f"wrote {count} hypothesis line(s) to {args.out}")
+    return 0
+
+
+def _cmd_judge_cognitive(args: argparse.Namespace) -> int:
+    from memory_lab.cognitive_judge import (
+        cognitive_judge_model,
+        judge_results,
+        load_cognitive_prompt,
+    )
+
+    prompt = load_cognitive_prompt(args.prompt_from)
+    model = cognitive_judge_model(args.judge, args.base_url)
+    summaries = judge_results(args.results, model, prompt, args.out)
+    for memory, s in summaries.items():
+        print(
+            f"{memory}: Cognitive score {s['overall_avg']} over {s['total_samples']} probe(s) "
+            f"(total {s['total_score']}; correct 1, partial 0.5, wrong 0)"
+        )
+    print(f"wrote every verdict to {args.out}")
     return 0
 
 
@@ -451,15 +476,20 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_parser(sub)
 
     imp = sub.add_parser("import", help="convert a foreign dataset into dialogue YAML files")
-    imp.add_argument("format", choices=["locomo", "longmemeval"])
-    imp.add_argument("path", type=Path, help="dataset file, folder or zip")
+    imp.add_argument("format", choices=FORMATS)
+    imp.add_argument(
+        "path",
+        type=Path,
+        help="dataset file, folder or zip (locomo-plus: the Locomo-Plus checkout)",
+    )
     imp.add_argument("--out", type=Path, required=True, help="folder for the YAML files")
     imp.add_argument(
         "--option",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="importer option, e.g. categories=swapped for locomo",
+        help="importer option, e.g. categories=swapped for locomo, seed=3 or "
+        "locomo=PATH/locomo10.json for locomo-plus (memory-lab list shows each format's)",
     )
     imp.set_defaults(func=_cmd_import)
 
@@ -469,6 +499,22 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--out", type=Path, required=True, help="hypotheses JSONL file")
     exp.add_argument("--memory", help="which memory's replies (needed if the run has several)")
     exp.set_defaults(func=_cmd_export)
+
+    cog = sub.add_parser(
+        "judge-cognitive", help="score a run's LoCoMo-Plus replies with its Cognitive judge"
+    )
+    cog.add_argument("results", type=Path, help="a results folder of a locomo-plus run")
+    cog.add_argument("--judge", required=True, metavar="PROVIDER:MODEL", help="the judge model")
+    cog.add_argument(
+        "--prompt-from",
+        type=Path,
+        required=True,
+        metavar="CHECKOUT",
+        help="the Locomo-Plus checkout (or its prompt.py) whose Cognitive prompt is used",
+    )
+    cog.add_argument("--base-url", help="an OpenAI-compatible endpoint for the judge")
+    cog.add_argument("--out", type=Path, required=True, help="JSON file for every verdict")
+    cog.set_defaults(func=_cmd_judge_cognitive)
 
     lst = sub.add_parser("list", help="show every memory with its parameters and defaults")
     lst.set_defaults(func=_cmd_list)

@@ -7,7 +7,8 @@ every skipped item with its reason. Nothing is dropped silently.
 The parts every importer uses (the report, the checks naming record and field) are in
 ``memory_lab.importers.common``.
 Sources are written ``FORMAT:PATH`` with options after ``#``: ``locomo:data/locomo10.json``,
-``locomo:data/locomo10.json#categories=swapped``, ``longmemeval:longmemeval_s.json#max_mib=300``.
+``locomo:data/locomo10.json#categories=swapped``, ``longmemeval:longmemeval_s.json#max_mib=300``,
+``locomo-plus:Locomo-Plus#seed=0,limit=20``.
 
 Imports are bounded like dialogue files: at most 64 MiB read in all (a file, or all the files of a
 folder or entries of a zip together; ``#max_mib=N`` raises it), and each record, which becomes one
@@ -35,12 +36,24 @@ from memory_lab.limits import MAX_FILE_BYTES, ReadBudget
 
 def _importers() -> dict[str, Callable[..., ImportResult]]:
     from memory_lab.importers.locomo import import_locomo
+    from memory_lab.importers.locomo_plus import import_locomo_plus
     from memory_lab.importers.longmemeval import import_longmemeval
 
-    return {"locomo": import_locomo, "longmemeval": import_longmemeval}
+    return {
+        "locomo": import_locomo,
+        "longmemeval": import_longmemeval,
+        "locomo-plus": import_locomo_plus,
+    }
 
 
-FORMATS = ("locomo", "longmemeval")
+FORMATS = ("locomo", "longmemeval", "locomo-plus")
+
+
+def importer_options(fmt: str) -> list[str]:
+    """The options ``FORMAT:PATH#key=value`` takes for ``fmt``: its importer's, and ``max_mib``."""
+    importer = _importers()[fmt]
+    own = [p for p in inspect.signature(importer).parameters if p not in ("path", "budget")]
+    return [*own, "max_mib"]
 
 
 def parse_source(text: str) -> tuple[str, Path, dict[str, str]] | None:
@@ -87,10 +100,10 @@ def import_source(
     options = dict(options or {})
     budget = _budget(str(path), options.pop("max_mib", None))
     importer = _importers()[fmt]
-    known = [p for p in inspect.signature(importer).parameters if p not in ("path", "budget")]
+    known = importer_options(fmt)
     for key in options:
         if key not in known:
-            allowed = ", ".join([*known, "max_mib"])
+            allowed = ", ".join(known)
             raise import_error(
                 str(path), None, "options", f"{fmt} has no option {key!r} (options: {allowed})"
             )
