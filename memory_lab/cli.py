@@ -22,7 +22,7 @@ from memory_lab.config import (
     named_values,
 )
 from memory_lab.dialogue import DialogueError
-from memory_lab.importers import FORMATS
+from memory_lab.importers import FORMATS, importer_options
 from memory_lab.redact import redact, redact_logs
 from memory_lab.sources import validate
 from memory_lab.windows import MODEL_WINDOW, parse_limit
@@ -49,7 +49,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
         if not factory.params:
             print("      (no parameters)")
     print("\nBuilt-in dialogue suites: " + ", ".join(f"builtin:{s}" for s in builtin_suites()))
-    print("Dataset formats (docs/importers.md): " + ", ".join(f"{f}:PATH" for f in FORMATS))
+    print(
+        "\nDataset formats (--dialogues FORMAT:PATH#key=value,...; memory-lab import FORMAT PATH):"
+    )
+    for fmt in FORMATS:
+        print(f"  {fmt}: options {', '.join(importer_options(fmt))}")
     return 0
 
 
@@ -118,6 +122,25 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     count = export_longmemeval(args.results, args.out, memory=args.memory)
     print(f"wrote {count} hypothesis line(s) to {args.out}")
+    return 0
+
+
+def _cmd_judge_cognitive(args: argparse.Namespace) -> int:
+    from memory_lab.cognitive_judge import (
+        cognitive_judge_model,
+        judge_results,
+        load_cognitive_prompt,
+    )
+
+    prompt = load_cognitive_prompt(args.prompt_from)
+    model = cognitive_judge_model(args.judge, args.base_url)
+    summaries = judge_results(args.results, model, prompt, args.out)
+    for memory, s in summaries.items():
+        print(
+            f"{memory}: Cognitive score {s['overall_avg']} over {s['total_samples']} probe(s) "
+            f"(total {s['total_score']}; correct 1, partial 0.5, wrong 0)"
+        )
+    print(f"wrote every verdict to {args.out}")
     return 0
 
 
@@ -510,37 +533,8 @@ def _add_run_parser(sub: argparse._SubParsersAction) -> None:
     run.set_defaults(func=_cmd_run)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="memory-lab",
-        description="Compare conversational memories for LLM chatbots: recall and token cost.",
-    )
-    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    _add_run_parser(sub)
-
-    imp = sub.add_parser("import", help="convert a foreign dataset into dialogue YAML files")
-    imp.add_argument("format", choices=FORMATS, help="the dataset's format")
-    imp.add_argument("path", type=Path, help="dataset file, folder or zip")
-    imp.add_argument("--out", type=Path, required=True, help="folder for the YAML files")
-    imp.add_argument(
-        "--option",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="importer option, e.g. categories=swapped for locomo, scale=100K or "
-        "conversations=1-3+7 for beam",
-    )
-    imp.set_defaults(func=_cmd_import)
-
-    exp = sub.add_parser("export", help="write results in a dataset's own format")
-    exp.add_argument("format", choices=["longmemeval"])
-    exp.add_argument("results", type=Path, help="a results folder")
-    exp.add_argument("--out", type=Path, required=True, help="hypotheses JSONL file")
-    exp.add_argument("--memory", help="which memory's replies (needed if the run has several)")
-    exp.set_defaults(func=_cmd_export)
-
+def _add_dataset_scorers(sub: argparse._SubParsersAction) -> None:
+    """The commands that score a run as a dataset's authors do: BEAM's and LoCoMo-Plus's."""
     beam = sub.add_parser(
         "beam-scores",
         help="score a run over BEAM as BEAM does: rubric judge and event-ordering tau-b, "
@@ -566,6 +560,60 @@ def build_parser() -> argparse.ArgumentParser:
     )
     beam.add_argument("--base-url", help="OpenAI-compatible server for an openai: judge")
     beam.set_defaults(func=_cmd_beam_scores)
+    cog = sub.add_parser(
+        "judge-cognitive", help="score a run's LoCoMo-Plus replies with its Cognitive judge"
+    )
+    cog.add_argument("results", type=Path, help="a results folder of a locomo-plus run")
+    cog.add_argument("--judge", required=True, metavar="PROVIDER:MODEL", help="the judge model")
+    cog.add_argument(
+        "--prompt-from",
+        type=Path,
+        required=True,
+        metavar="CHECKOUT",
+        help="the Locomo-Plus checkout (or its prompt.py) whose Cognitive prompt is used",
+    )
+    cog.add_argument("--base-url", help="an OpenAI-compatible endpoint for the judge")
+    cog.add_argument("--out", type=Path, required=True, help="JSON file for every verdict")
+    cog.set_defaults(func=_cmd_judge_cognitive)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memory-lab",
+        description="Compare conversational memories for LLM chatbots: recall and token cost.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    _add_run_parser(sub)
+
+    imp = sub.add_parser("import", help="convert a foreign dataset into dialogue YAML files")
+    imp.add_argument("format", choices=FORMATS, help="the dataset's format")
+    imp.add_argument(
+        "path",
+        type=Path,
+        help="dataset file, folder or zip (locomo-plus: the Locomo-Plus checkout)",
+    )
+    imp.add_argument("--out", type=Path, required=True, help="folder for the YAML files")
+    imp.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="importer option, e.g. categories=swapped for locomo, scale=100K or "
+        "conversations=1-3+7 for beam, seed=3 for locomo-plus (memory-lab list shows each "
+        "format's)",
+    )
+    imp.set_defaults(func=_cmd_import)
+
+    exp = sub.add_parser("export", help="write results in a dataset's own format")
+    exp.add_argument("format", choices=["longmemeval"])
+    exp.add_argument("results", type=Path, help="a results folder")
+    exp.add_argument("--out", type=Path, required=True, help="hypotheses JSONL file")
+    exp.add_argument("--memory", help="which memory's replies (needed if the run has several)")
+    exp.set_defaults(func=_cmd_export)
+
+    _add_dataset_scorers(sub)
 
     lst = sub.add_parser("list", help="show every memory with its parameters and defaults")
     lst.set_defaults(func=_cmd_list)

@@ -41,7 +41,11 @@ CATEGORIES = (
     "contradiction",
     "instruction",
     "summary",
+    "cognitive",
 )
+# Probes judged against their evidence rather than matched to answers: LoCoMo-Plus's Cognitive
+# category (a trigger that only makes sense if an earlier cue is remembered; no reference answer).
+EVIDENCE_JUDGED = ("cognitive",)
 
 _DIALOGUE_KEYS = {"format", "id", "title", "language", "tags", "sessions", "probes", "metadata"}
 _SESSION_KEYS = {"id", "date", "turns"}
@@ -405,6 +409,11 @@ def _check_against_turns(
     if probe.category == "abstention":
         if answers:
             out.add(did, f"{where}.answers", "an abstention probe must have no answers")
+    elif probe.category in EVIDENCE_JUDGED:
+        if answers:
+            out.add(did, f"{where}.answers", f"a {probe.category} probe has no answers")
+        if not probe.evidence:
+            out.add(did, f"{where}.evidence", f"a {probe.category} probe needs its evidence turns")
     elif probe.category in CATEGORIES and not answers:
         out.add(did, f"{where}.answers", "a non-abstention probe needs at least one answer")
     if not derived:

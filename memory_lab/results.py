@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from memory_lab.dialogue import EVIDENCE_JUDGED
 from memory_lab.rank_scores import RANK_SCORES
 from memory_lab.record_log import ended_cells
 from memory_lab.records import RECORD_TYPES, record_problem
@@ -296,12 +297,13 @@ def summarize(results: Results) -> pd.DataFrame:
     evidence turns the context carried, over answerable probes with evidence;
     ``context_hit_rate``, the share of answerable probes whose answer was verbatim in the
     context (where that is defined). Recall: ``accuracy`` (with a 95% Wilson interval) over
-    answerable probes only, and ``abstention_accuracy`` over abstention probes, apart, so no
-    memory wins by abstaining. LoCoMo's adversarial questions are left out of both unless the
-    run's config says ``adversarial: include`` (they stay in the per-category table). The
-    field's scores (``f1_locomo``, ``f1_mem0``, ``bleu1``, ``exact_match``) are means over
-    answerable probes, so LoCoMo's category 5 is never in them (mem0's convention; LoCoMo's own
-    category-5 figure is in the per-category table). Costs are
+    answerable probes with answers to match (not the ``EVIDENCE_JUDGED`` ones), and
+    ``abstention_accuracy`` over abstention probes, apart, so no memory wins by abstaining.
+    LoCoMo's adversarial questions are left out of both unless the run's config says
+    ``adversarial: include`` (they stay in the per-category table). The field's scores
+    (``f1_locomo``, ``f1_mem0``, ``bleu1``, ``exact_match``) are means over the probes
+    ``accuracy`` is over, so LoCoMo's category 5 is never in them (mem0's convention; LoCoMo's
+    own category-5 figure is in the per-category table). Costs are
     estimates: conversation and memory-LLM tokens at the answering model's price, embedded
     tokens at the embedding model's price, as named in ``run.json``. Latency (p50 and p95 of
     search and total seconds per query), tokens per query and the footprint at the dialogue's
@@ -328,8 +330,9 @@ def summarize(results: Results) -> pd.DataFrame:
         n = len(p)
         answerable = p[p["category"] != "abstention"] if n else p
         abstention = p[p["category"] == "abstention"] if n else p
-        correct = int(answerable["correct"].sum()) if len(answerable) else 0
-        low, high = wilson_interval(correct, len(answerable))
+        graded = answerable[~answerable["category"].isin(EVIDENCE_JUDGED)] if n else p
+        correct = int(graded["correct"].sum()) if len(graded) else 0
+        low, high = wilson_interval(correct, len(graded))
         with_stale = p[p["stale_answers"].map(len) > 0] if n else p
         user_turns = t[t["prompt_tokens"] > 0] if len(t) else t
         prompt_tokens = int(t["prompt_tokens"].sum() + (p["prompt_tokens"].sum() if n else 0))
@@ -358,13 +361,10 @@ def summarize(results: Results) -> pd.DataFrame:
                     name: _mean(answerable[name]) if len(answerable) else math.nan
                     for name in RANK_SCORES
                 },
-                "accuracy": correct / len(answerable) if len(answerable) else math.nan,
+                "accuracy": correct / len(graded) if len(graded) else math.nan,
                 "accuracy_low": low,
                 "accuracy_high": high,
-                **{
-                    name: _mean(answerable[name]) if len(answerable) else math.nan
-                    for name in FIELD_SCORES
-                },
+                **{name: _mean(graded[name]) if len(graded) else math.nan for name in FIELD_SCORES},
                 "abstention_probes": len(abstention),
                 "abstention_accuracy": _rate(abstention["correct"])
                 if len(abstention)
@@ -390,7 +390,8 @@ def summarize(results: Results) -> pd.DataFrame:
 
 
 def summarize_by_category(results: Results) -> pd.DataFrame:
-    """One row per (memory, probe category): probes, accuracy with its interval, context hits,
+    """One row per (memory, probe category): probes, accuracy with its interval (NaN for a
+    category judged against its evidence, ``EVIDENCE_JUDGED``), context hits, evidence recall,
     the means of the field's answer scores (NaN where a category has none, as mem0's three
     on LoCoMo's category 5) and the judge's accuracy (its headline verdict, ``judge_correct``;
     NaN without a judge).
@@ -408,6 +409,7 @@ def summarize_by_category(results: Results) -> pd.DataFrame:
         "accuracy_low",
         "accuracy_high",
         "context_hit_rate",
+        "evidence_recall",
         *FIELD_SCORES,
         "judge_accuracy",
     ]
@@ -421,16 +423,18 @@ def summarize_by_category(results: Results) -> pd.DataFrame:
         for (category, source), group in mine.groupby(["category", "source_category"], sort=True):
             n, correct = len(group), int(group["correct"].sum())
             low, high = wilson_interval(correct, n)
+            matched = category not in EVIDENCE_JUDGED  # no answer to match: no accuracy
             rows.append(
                 {
                     "memory": memory,
                     "category": category,
                     "source_category": source,
                     "probes": n,
-                    "accuracy": correct / n,
-                    "accuracy_low": low,
-                    "accuracy_high": high,
+                    "accuracy": correct / n if matched else math.nan,
+                    "accuracy_low": low if matched else math.nan,
+                    "accuracy_high": high if matched else math.nan,
                     "context_hit_rate": _rate(group["context_hit"]),
+                    "evidence_recall": _mean(group["evidence_recall"]),
                     **{name: _mean(group[name]) for name in FIELD_SCORES},
                     "judge_accuracy": _rate(group["judge_correct"]),
                 }
@@ -441,7 +445,7 @@ def summarize_by_category(results: Results) -> pd.DataFrame:
 def _source_category(row: pd.Series) -> str:
     meta = row.get("probe_metadata")
     if isinstance(meta, dict):
-        for key in ("locomo_category", "question_type", "beam_ability"):
+        for key in ("locomo_category", "question_type", "beam_ability", "relation_type"):
             if key in meta:
                 return f"{key}={meta[key]}"
     return ""
@@ -510,11 +514,13 @@ def judge_metrics(probes: pd.DataFrame) -> pd.DataFrame:
     columns suffixed ``_pK`` and ``judge_kappa_p1_pK`` (kappa of the two majority verdicts).
     Kappa is nan where undefined (see ``stats.py``). ``judge_runs`` is the runs per prompt,
     ``judge_unparseable`` the calls whose verdict could not be read, ``judge_tokens`` the judge's
-    input and output tokens over every call (abstention probes included).
+    input and output tokens over every call (abstention probes included). Probes judged
+    against their evidence (``EVIDENCE_JUDGED``) are not graded by ``--judge`` and not here.
     """
     from memory_lab.stats import cohen_kappa, majority_vote, mean_sd
 
     rows = []
+    probes = probes[~probes["category"].isin(EVIDENCE_JUDGED)]  # not graded by --judge
     for memory, group in probes.groupby("memory", sort=False):
         votes = [_votes(r) for _, r in group.iterrows()]
         answerable = (group["category"] != "abstention").tolist()

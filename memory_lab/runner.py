@@ -30,7 +30,7 @@ from langchain_core.embeddings import Embeddings
 from memory_lab.accounting import Meter, MeterCallback, Usage
 from memory_lab.answer_scores import answer_scores
 from memory_lab.config import RunConfig
-from memory_lab.dialogue import Dialogue, Probe, Session, Turn
+from memory_lab.dialogue import EVIDENCE_JUDGED, Dialogue, Probe, Session, Turn
 from memory_lab.memories.protocol import (
     Exchange,
     MemoryResources,
@@ -730,8 +730,8 @@ class Cell:
             exact_match=field_scores.exact_match,
             probe_metadata=dict(probe.metadata) if probe.metadata else None,
         )
-        if answerer.judge is not None:
-            from memory_lab.judge import record_fields
+        if answerer.judge is not None and probe.category not in EVIDENCE_JUDGED:
+            from memory_lab.judge import record_fields  # (cognitive: memory-lab judge-cognitive)
 
             gradings = answerer.judge.grade(
                 probe.question, probe.answers, reply, abstention=probe.category == "abstention"

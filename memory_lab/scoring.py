@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from memory_lab.dialogue import Probe
+from memory_lab.dialogue import EVIDENCE_JUDGED, Probe
 from memory_lab.normalize import find_any, normalize
 
 _ABSTAIN_OPENINGS = (
@@ -53,10 +53,15 @@ def score_probe(probe: Probe, reply: str, memory_context: str) -> ProbeScore:
     None where it means nothing: abstention probes, ``derived`` probes (the answer is not
     verbatim in the dialogue) and answers that appear in the question itself (choice questions).
     ``stale``: a stale answer in the reply and no accepted one.
+    A probe judged against its evidence (``EVIDENCE_JUDGED``: LoCoMo-Plus's cognitive probes) has
+    no answer to match: ``correct`` is False and ``context_hit`` None, and the summaries leave it
+    out of accuracy (its retrieval figure is evidence recall).
     """
     abstained = is_abstention(reply)
     if probe.category == "abstention":
         return ProbeScore(abstained, None, False, abstained, None)
+    if probe.category in EVIDENCE_JUDGED:
+        return ProbeScore(False, None, False, abstained, None)
     matched = None if abstained else find_any(reply, list(probe.answers))
     stale = bool(probe.stale) and matched is None and find_any(reply, list(probe.stale)) is not None
     hit: bool | None = find_any(memory_context, list(probe.answers)) is not None

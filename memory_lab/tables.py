@@ -27,14 +27,22 @@ def _offline_reader(run: Run) -> bool:
 
 
 def format_category_table(table: pd.DataFrame) -> str:
-    """Recall (%) per category (rows) and memory (columns) for the terminal."""
+    """Recall (%), then evidence recall (%), per category (rows) and memory (columns) for the
+    terminal; ``-`` where a figure is not defined (recall of a cognitive probe, evidence recall
+    of an abstention probe)."""
     if table.empty:
         return ""
     label = table["category"] + table["source_category"].map(lambda s: f" ({s})" if s else "")
-    wide = table.assign(label=label).pivot(index="label", columns="memory", values="accuracy")
-    wide = wide[list(dict.fromkeys(table["memory"]))]
-    wide.index.name, wide.columns.name = "recall % by category", None
-    return (100 * wide).round(1).to_string(na_rep="-")
+    blocks = []
+    for column, title in (
+        ("accuracy", "recall % by category"),
+        ("evidence_recall", "evid-recall % by category"),
+    ):
+        wide = table.assign(label=label).pivot(index="label", columns="memory", values=column)
+        wide = wide[list(dict.fromkeys(table["memory"]))]
+        wide.index.name, wide.columns.name = title, None
+        blocks.append((100 * wide).round(1).to_string(na_rep="-"))
+    return "\n\n".join(blocks)
 
 
 def format_summary(summary: pd.DataFrame, run: Run = None) -> str:

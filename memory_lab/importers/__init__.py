@@ -8,7 +8,8 @@ The parts every importer uses (the report, the checks naming record and field) a
 ``memory_lab.importers.common``.
 Sources are written ``FORMAT:PATH`` with options after ``#``: ``locomo:data/locomo10.json``,
 ``locomo:data/locomo10.json#categories=swapped``, ``longmemeval:longmemeval_s.json#max_mib=300``,
-``beam:BEAM/chats#scale=100K,conversations=1-3`` (a list inside one option is joined with ``+``).
+``beam:BEAM/chats#scale=100K,conversations=1-3`` (a list inside one option is joined with ``+``),
+``locomo-plus:Locomo-Plus#seed=0,limit=20``.
 
 Imports are bounded like dialogue files: at most 64 MiB read in all (a file, or all the files of a
 folder or entries of a zip together; ``#max_mib=N`` raises it), and each record, which becomes one
@@ -37,12 +38,25 @@ from memory_lab.limits import MAX_FILE_BYTES, ReadBudget
 def _importers() -> dict[str, Callable[..., ImportResult]]:
     from memory_lab.importers.beam import import_beam
     from memory_lab.importers.locomo import import_locomo
+    from memory_lab.importers.locomo_plus import import_locomo_plus
     from memory_lab.importers.longmemeval import import_longmemeval
 
-    return {"locomo": import_locomo, "longmemeval": import_longmemeval, "beam": import_beam}
+    return {
+        "locomo": import_locomo,
+        "longmemeval": import_longmemeval,
+        "beam": import_beam,
+        "locomo-plus": import_locomo_plus,
+    }
 
 
-FORMATS = ("locomo", "longmemeval", "beam")
+FORMATS = ("locomo", "longmemeval", "beam", "locomo-plus")
+
+
+def importer_options(fmt: str) -> list[str]:
+    """The options ``FORMAT:PATH#key=value`` takes for ``fmt``: its importer's, and ``max_mib``."""
+    importer = _importers()[fmt]
+    own = [p for p in inspect.signature(importer).parameters if p not in ("path", "budget")]
+    return [*own, "max_mib"]
 
 
 # Where each dataset comes from, for a path that does not exist (none is shipped: licences).
@@ -51,6 +65,10 @@ DATASET_ORIGINS = {
     "snap-research/locomo repository on GitHub; see docs/importers.md",
     "longmemeval": "LongMemEval is not shipped: longmemeval_s_cleaned.json and the other files "
     "come with the xiaowu0162/LongMemEval release on GitHub; see docs/importers.md",
+    "beam": "BEAM is not shipped: its chats/ folder is in the mohammadtavakoli78/BEAM repository "
+    "on GitHub; see docs/beam.md",
+    "locomo-plus": "LoCoMo-Plus is not shipped: data/locomo_plus.json (with locomo10.json) is in "
+    "the xjtuleeyf/Locomo-Plus repository on GitHub; see docs/locomo-plus.md",
 }
 
 
@@ -98,10 +116,10 @@ def import_source(
     options = dict(options or {})
     budget = _budget(str(path), options.pop("max_mib", None))
     importer = _importers()[fmt]
-    known = [p for p in inspect.signature(importer).parameters if p not in ("path", "budget")]
+    known = importer_options(fmt)
     for key in options:
         if key not in known:
-            allowed = ", ".join([*known, "max_mib"])
+            allowed = ", ".join(known)
             raise import_error(
                 str(path), None, "options", f"{fmt} has no option {key!r} (options: {allowed})"
             )

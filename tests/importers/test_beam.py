@@ -277,7 +277,7 @@ def test_import_command_writes_yaml_that_validates_and_list_names_beam(tmp_path,
     err = capsys.readouterr().err
     assert "3 dialogue(s), 24 turn(s), 30 probe(s)" in err and "by ability: abstention 3," in err
     assert main(["list"]) == 0
-    assert "beam:PATH" in capsys.readouterr().out
+    assert "  beam: options scale, conversations, abilities" in capsys.readouterr().out
 
 
 def test_ten_m_combined_truncated_chat_is_read_plan_by_plan_with_its_own_ids(tmp_path):
