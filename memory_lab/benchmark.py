@@ -647,6 +647,8 @@ def _run_cells(
         with closing(executor.run(to_run, on_exchange)) as outcomes:
             order = [c.index for c in cells]
             for outcome in commit_in_order(outcomes, order, ready, parts_dir, log):
+                if started is not None:
+                    started.done()  # executors that report whole cells only (--jobs)
                 bar.update(sizes[outcome.index] - seen[outcome.index])
                 record = outcome.record
                 if record["status"] != "ok":

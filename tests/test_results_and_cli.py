@@ -217,18 +217,22 @@ def test_rank_scores_in_the_summary_for_ranking_memories_only(tmp_path):
     assert set(RANK_SCORES) <= set(saved)
 
 
-def test_the_bar_says_the_run_is_starting_and_the_run_ends_naming_the_report(tmp_path, capsys):
+@pytest.mark.parametrize("executor", [[], ["--jobs", "2"]], ids=["one-job", "jobs2"])
+def test_the_bar_says_the_run_is_starting_and_the_run_ends_naming_the_report(
+    tmp_path, capsys, executor
+):
     """Models load before the first exchange (seconds, in every worker): the bar says so
-    rather than sitting at 0% with a guessed ETA, and the note goes once turns are counted."""
+    rather than sitting at 0% with a guessed ETA, and the note goes once turns are counted
+    (per turn, or per cell where workers report whole cells)."""
     out = tmp_path / "run"
-    argv = ["run", "--memory", "window", "--out", str(out)]
+    argv = ["run", "--memory", "window", "buffer", "--out", str(out), *executor]
     assert main([*argv, "--dialogues", str(FIXTURES / "dialogues" / "mini.yaml")]) == 0
     printed = capsys.readouterr()
     assert f"report:  memory-lab report {out}  (charts and report.html)" in printed.out
     assert f"browse:  memory-lab view {out}  (" in printed.out
     frames = printed.err.split("\r")
     bars = [f for f in frames if "turn" in f]
-    first_turn = next(i for i, f in enumerate(bars) if " 0/7" not in f)
+    first_turn = next(i for i, f in enumerate(bars) if " 0/14" not in f)
     assert any("starting: loading models" in f for f in bars[:first_turn])
     assert not any("starting" in f for f in bars[first_turn:])
     assert "100%" in bars[-1]
