@@ -130,6 +130,18 @@ def _turn_text(turn: dict[str, Any]) -> str:
     return f"{turn['speaker']}: {text}" if text else ""
 
 
+def conversation(name: str, sample_id: str, record: dict[str, Any]) -> dict[str, Any]:
+    """A LoCoMo record's conversation (the record itself in one-file-per-conversation form),
+    with both speakers named; DialogueError naming the field otherwise."""
+    conv = record.get("conversation", record)
+    if not isinstance(conv, dict):
+        raise import_error(name, sample_id, "conversation", "must be an object")
+    for key in ("speaker_a", "speaker_b"):
+        if not isinstance(conv.get(key), str):
+            raise import_error(name, sample_id, f"conversation.{key}", "missing speaker name")
+    return conv
+
+
 def _convert(
     name: str, index: int, record: dict[str, Any], mapping: dict[int, str], report: LocomoReport
 ) -> dict[str, Any] | None:
@@ -139,12 +151,7 @@ def _convert(
             name, f"record {index}", "sample_id", f"must be a printable string, got {sample_id!r}"
         )
     sample_id = str(sample_id)
-    conv = record.get("conversation", record)
-    if not isinstance(conv, dict):
-        raise import_error(name, sample_id, "conversation", "must be an object")
-    for key in ("speaker_a", "speaker_b"):
-        if not isinstance(conv.get(key), str):
-            raise import_error(name, sample_id, f"conversation.{key}", "missing speaker name")
+    conv = conversation(name, sample_id, record)
     speaker_a = conv["speaker_a"]
     sessions = _sessions(name, sample_id, conv, report)
     if not sessions:

@@ -32,7 +32,7 @@ from memory_lab.importers.common import (
     read_json,
     slug,
 )
-from memory_lab.importers.locomo import _samples, _sessions
+from memory_lab.importers.locomo import _samples, _sessions, conversation
 from memory_lab.limits import ReadBudget
 
 PLUS_FILE = "data/locomo_plus.json"  # in a Locomo-Plus checkout
@@ -166,12 +166,7 @@ def _hosts(path: Path, budget: ReadBudget, report: LocomoPlusReport) -> list[Hos
     hosts = []
     for i, (name, record) in enumerate(_samples(path, budget)):
         sample_id = str(record.get("sample_id") or f"conv-{i}")
-        conv = record.get("conversation", record)
-        if not isinstance(conv, dict):
-            raise import_error(name, sample_id, "conversation", "must be an object")
-        for key in ("speaker_a", "speaker_b"):
-            if not isinstance(conv.get(key), str):
-                raise import_error(name, sample_id, f"conversation.{key}", "missing speaker name")
+        conv = conversation(name, sample_id, record)
         sessions = _sessions(name, sample_id, conv, report)  # type: ignore[arg-type]
         times = []
         for session in sessions:

@@ -108,12 +108,8 @@ def settings_from(args: argparse.Namespace) -> object:
     try:
         from memory_lab.serve.app import ServeSettings
     except ImportError as exc:
-        raise ValueError(
-            f"memory-lab serve needs FastAPI and uvicorn ({exc.name} is missing): "
-            "pip install 'memory-lab[serve]'"
-        ) from None
-    if not 0 <= args.port <= 65535:
-        raise ValueError(f"--port must be between 0 and 65535, got {args.port}")
+        raise missing_serve_extra("serve", exc) from None
+    check_port(args.port)
     limits = Limits(
         max_message_chars=args.max_message_chars,
         rate=args.rate,
@@ -140,6 +136,20 @@ def settings_from(args: argparse.Namespace) -> object:
     models = RunModels.create(config, resources=resources)
     prepare_stack(models, specs)  # requests run in threads: their imports happen here, once
     return ServeSettings(specs, models, limits, log_messages=args.log_messages)
+
+
+def missing_serve_extra(command: str, exc: ImportError) -> ValueError:
+    """The one-line error of ``memory-lab serve`` or ``view`` without FastAPI or uvicorn."""
+    return ValueError(
+        f"memory-lab {command} needs FastAPI and uvicorn ({exc.name} is missing): "
+        "pip install 'memory-lab[serve]'"
+    )
+
+
+def check_port(port: int) -> None:
+    """``--port`` within 0-65535 (0: a free one), checked before any work starts."""
+    if not 0 <= port <= 65535:
+        raise ValueError(f"--port must be between 0 and 65535, got {port}")
 
 
 def listening_socket(port: int) -> socket.socket:

@@ -6,7 +6,13 @@ import argparse
 import logging
 import sys
 
-from memory_lab.serve.command import HOST, listening_socket, run_server
+from memory_lab.serve.command import (
+    HOST,
+    check_port,
+    listening_socket,
+    missing_serve_extra,
+    run_server,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -31,12 +37,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         from memory_lab.serve.viewer import ViewSettings, create_view_app
     except ImportError as exc:
-        raise ValueError(
-            f"memory-lab view needs FastAPI and uvicorn ({exc.name} is missing): "
-            "pip install 'memory-lab[serve]'"
-        ) from None
-    if not 0 <= args.port <= 65535:
-        raise ValueError(f"--port must be between 0 and 65535, got {args.port}")
+        raise missing_serve_extra("view", exc) from None
+    check_port(args.port)
     folders = [str(f) for f in args.folders] or ["results"]
     runs = find_runs(folders)  # a folder that is missing or holds no run: one line, before binding
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
