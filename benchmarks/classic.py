@@ -17,10 +17,10 @@ from datetime import datetime
 from pathlib import Path
 
 from memory_lab import load_dialogues, resolve_memories, run_benchmark
-from memory_lab.charts import save_charts
-from memory_lab.report import write_report
-from memory_lab.results import read_results, reader_accuracy, summarize_by_category
-from memory_lab.tables import format_category_table, format_reader_line, format_summary
+from memory_lab.results.read import read_results, reader_accuracy, summarize_by_category
+from memory_lab.views.charts import save_charts
+from memory_lab.views.report import write_report
+from memory_lab.views.tables import format_category_table, format_reader_line, format_summary
 
 # The default comparison stays these five as more memories are registered (``--memory all``
 # runs every registered memory).

@@ -33,11 +33,11 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # the engines as a run's workers use them
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from memory_lab.dialogue.sources import load_dialogues  # noqa: E402
 from memory_lab.models.embeddings import _e5, _encode  # noqa: E402
 from memory_lab.models.offline_reader import split_sentences  # noqa: E402
-from memory_lab.prompt import INPUT_KEY, OUTPUT_KEY  # noqa: E402
-from memory_lab.runner import exchanges  # noqa: E402
-from memory_lab.sources import load_dialogues  # noqa: E402
+from memory_lab.models.prompt import INPUT_KEY, OUTPUT_KEY  # noqa: E402
+from memory_lab.run.runner import exchanges  # noqa: E402
 
 
 def texts_of(source: str) -> dict[str, tuple[list[str], str]]:

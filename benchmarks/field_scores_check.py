@@ -50,7 +50,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark  # noqa: E402
-from memory_lab.answer_scores import write_punkt_tab  # noqa: E402
+from memory_lab.scoring.answers import write_punkt_tab  # noqa: E402
 
 MIRRORS = Path("/work/.mirror")
 LOCOMO_REPO = MIRRORS / "snap-research+locomo" / "repo"
@@ -249,7 +249,7 @@ def main() -> int:
         # the tokenizer itself: ours against nltk.word_tokenize on every text of the conversation
         import nltk
 
-        from memory_lab.answer_scores import word_tokenize
+        from memory_lab.scoring.answers import word_tokenize
 
         conv = raw.get("conversation", raw)
         texts = [str(v) for item in qa for k, v in item.items() if k in TEXT_KEYS]

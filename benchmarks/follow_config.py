@@ -32,8 +32,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-CARRIERS = {"Namespace", "RunConfig", "RunSpec", "ModelSpec", "ClientSettings", "RunModels",
-            "RunContext", "RunPlan"}
+CARRIERS = {
+    "Namespace",
+    "RunConfig",
+    "RunSpec",
+    "ModelSpec",
+    "ClientSettings",
+    "RunModels",
+    "RunContext",
+    "RunPlan",
+}
 
 
 def package_imports() -> dict[str, set[str]]:
@@ -100,8 +108,17 @@ def trace_run(out: Path) -> list[str]:
                 calls.append(module)
 
     dialogue = ROOT / "memory_lab" / "dialogues" / "classic" / "trip-portugal-changes.yaml"
-    argv = ["run", "--dialogues", str(dialogue), "--memory", "buffer", "--out", str(out),
-            "--no-cache", "--quiet"]
+    argv = [
+        "run",
+        "--dialogues",
+        str(dialogue),
+        "--memory",
+        "buffer",
+        "--out",
+        str(out),
+        "--no-cache",
+        "--quiet",
+    ]
     sys.setprofile(profile)
     threading.setprofile(profile)
     try:
@@ -121,14 +138,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = trace_run(Path(folder) / "run")
     above = reaches(package_imports())
-    climbs = sum(1 for a, b in zip(path, path[1:]) if a in above.get(b, set()))
+    climbs = sum(1 for a, b in zip(path, path[1:], strict=False) if a in above.get(b, set()))
     visits = Counter(path)
     if options.show:
         print(" -> ".join(m.removeprefix("memory_lab.") for m in path))
     print(f"modules passed: {len(visits)}")
     print(f"visits: {len(path)}, climbs back up: {climbs}")
-    print("re-entries: " + ", ".join(f"{m.removeprefix('memory_lab.')} {n - 1}"
-                                     for m, n in visits.most_common() if n > 1))
+    print(
+        "re-entries: "
+        + ", ".join(
+            f"{m.removeprefix('memory_lab.')} {n - 1}" for m, n in visits.most_common() if n > 1
+        )
+    )
 
 
 if __name__ == "__main__":

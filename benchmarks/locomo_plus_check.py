@@ -9,8 +9,8 @@
    offline run made here) judged twice through the loopback OpenAI mock
    (``tests/models/openai_mock.py``) answering as a deterministic judge in six output shapes:
    by the reference's ``_judge_one_record`` + ``_compute_summary`` (its ``call_llm`` client) and
-   by ``memory_lab.cognitive_judge``. The prompts the mock received, the labels, the scores and
-   the summaries must agree (|difference| <= 1e-9).
+   by ``memory_lab.results.cognitive_judge``. The prompts the mock received, the labels, the
+   scores and the summaries must agree (|difference| <= 1e-9).
 
     PYTHONPATH=. python benchmarks/locomo_plus_check.py --checkout /tmp/Locomo-Plus
 """
@@ -32,9 +32,9 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memory_lab.cognitive_judge import CATEGORY  # noqa: E402
-from memory_lab.importers import import_source  # noqa: E402
-from memory_lab.importers.locomo_plus import LOCOMO_TIME  # noqa: E402
+from memory_lab.dialogue.importers import import_source  # noqa: E402
+from memory_lab.dialogue.importers.locomo_plus import LOCOMO_TIME  # noqa: E402
+from memory_lab.results.cognitive_judge import CATEGORY  # noqa: E402
 from tests.models.openai_mock import OpenAIMock  # noqa: E402
 
 TOLERANCE = 1e-9
@@ -146,7 +146,7 @@ def check_judge(checkout: Path, results: Path | None, limit: int) -> int:
     """Problems found judging one run's replies by the reference's code and by ours
     (``memory-lab judge-cognitive``)."""
     from memory_lab.cli import main
-    from memory_lab.results import read_records
+    from memory_lab.results.read import read_records
 
     sys.path.insert(0, str(checkout / "evaluation_framework"))
     from task_eval import llm_as_judge  # the reference, from the user's copy

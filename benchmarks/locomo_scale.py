@@ -38,8 +38,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from memory_lab.dialogue.sources import load_dialogues  # noqa: E402
 from memory_lab.models.tokens import count_tokens  # noqa: E402
-from memory_lab.sources import load_dialogues  # noqa: E402
 
 CLASSIC_FIVE = ["buffer", "window", "summary", "summary_buffer", "vector"]
 
@@ -216,7 +216,7 @@ def write_dataset(folder: Path, conversations: int, seed: int = 0) -> Path:
 def real_subset(path: Path, folder: Path, args: argparse.Namespace) -> Path:
     """``path`` itself, or its first ``--conversations`` records in a temporary file (deleted
     with the run's temporary folder: no text of the dataset is kept)."""
-    from memory_lab.importers.locomo import _samples
+    from memory_lab.dialogue.importers.locomo import _samples
 
     samples = _samples(path)
     if args.conversations >= len(samples):

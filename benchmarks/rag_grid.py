@@ -19,8 +19,8 @@ from datetime import datetime
 from pathlib import Path
 
 from memory_lab import load_dialogues, resolve_memories, run_benchmark
-from memory_lab.results import read_results
-from memory_lab.tables import format_summary
+from memory_lab.results.read import read_results
+from memory_lab.views.tables import format_summary
 
 PAPER_CHUNKS = [128, 256, 512, 1024, 2048, 4096, 8192]
 PAPER_K = [1, 2]

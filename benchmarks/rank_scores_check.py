@@ -6,14 +6,14 @@ committed; its ``np.asfarray``, gone in NumPy 2, is read as ``np.asarray(..., dt
 and compares, on random corpora of sessions and turns, random evidence and random rankings, at
 k = 1, 3, 5, 10, 30, 50:
 
-- turn level: its ``evaluate_retrieval`` against ``memory_lab.rank_scores.score_ranked``
+- turn level: its ``evaluate_retrieval`` against ``memory_lab.scoring.ranks.score_ranked``
   (recall_any, recall_all, ndcg_any);
 - session level, recall: its ``evaluate_retrieval_turn2session`` against ours (the turn ranking
   mapped to sessions, each at its best place);
 - session level, NDCG: its ``evaluate_retrieval`` on the session ranking over a session corpus
   (its session-granularity retrieval), which is our definition; its turn2session NDCG counts
   each retrieved turn of an evidence session again and is not ours (see the module docstring
-  of ``memory_lab.rank_scores``), so it is not compared.
+  of ``memory_lab.scoring.ranks``), so it is not compared.
 
 Prints the cases compared and the largest absolute difference; exits 1 above 1e-9. Without the
 fetched copy it says so and exits 0.
@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memory_lab.rank_scores import score_ranked, session_ranking, turn_ranking  # noqa: E402
+from memory_lab.scoring.ranks import score_ranked, session_ranking, turn_ranking  # noqa: E402
 
 REPO = Path("/work/.mirror/xiaowu0162+LongMemEval/repo")
 KS = (1, 3, 5, 10, 30, 50)

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.classic import CLASSIC_FIVE  # noqa: E402
 from memory_lab import load_dialogues, resolve_memories, run_benchmark  # noqa: E402
-from memory_lab.records import without_timings  # noqa: E402
+from memory_lab.log.records import without_timings  # noqa: E402
 
 
 def records(folder: Path) -> list[dict]:

@@ -33,14 +33,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from memory_lab.dialogue import Dialogue, parse_documents  # noqa: E402
+from memory_lab.dialogue.model import Dialogue, parse_documents  # noqa: E402
+from memory_lab.dialogue.sources import load_dialogues  # noqa: E402
 from memory_lab.models import OfflineReader  # noqa: E402
 from memory_lab.models.embeddings import OfflineEmbeddings  # noqa: E402
-from memory_lab.normalize import find_any  # noqa: E402
-from memory_lab.prompt import INPUT_KEY, OUTPUT_KEY, render_prompt, split_prompt  # noqa: E402
-from memory_lab.runner import exchanges, quiet_classic_deprecations  # noqa: E402
-from memory_lab.scoring import score_probe  # noqa: E402
-from memory_lab.sources import load_dialogues  # noqa: E402
+from memory_lab.models.prompt import INPUT_KEY, OUTPUT_KEY, render_prompt, split_prompt  # noqa: E402
+from memory_lab.run.runner import exchanges, quiet_classic_deprecations  # noqa: E402
+from memory_lab.scoring.probes import score_probe  # noqa: E402
+from memory_lab.text.normalize import find_any  # noqa: E402
 
 
 def parse_samples(text: str | None) -> set[int] | None:
@@ -56,7 +56,7 @@ def parse_samples(text: str | None) -> set[int] | None:
 
 def load_source(source: str, samples: set[int] | None) -> list[Dialogue]:
     if source.startswith("locomo:"):
-        from memory_lab.importers import import_source
+        from memory_lab.dialogue.importers import import_source
 
         result = import_source("locomo", source[len("locomo:") :])
         dialogues, problems = parse_documents(result.documents, source)

@@ -11,19 +11,19 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "execute": "memory_lab.benchmark",
-    "prepare_run": "memory_lab.benchmark",
-    "resolve_memories": "memory_lab.benchmark",
-    "resume_benchmark": "memory_lab.benchmark",
-    "run_benchmark": "memory_lab.benchmark",
-    "RunConfig": "memory_lab.config",
-    "Dialogue": "memory_lab.dialogue",
-    "DialogueError": "memory_lab.dialogue",
-    "Probe": "memory_lab.dialogue",
-    "Session": "memory_lab.dialogue",
-    "Turn": "memory_lab.dialogue",
-    "MemoryView": "memory_lab.inspector",
-    "inspect_memory": "memory_lab.inspector",
+    "execute": "memory_lab.run.benchmark",
+    "prepare_run": "memory_lab.run.benchmark",
+    "resolve_memories": "memory_lab.run.benchmark",
+    "resume_benchmark": "memory_lab.run.benchmark",
+    "run_benchmark": "memory_lab.run.benchmark",
+    "RunConfig": "memory_lab.log.config",
+    "Dialogue": "memory_lab.dialogue.model",
+    "DialogueError": "memory_lab.dialogue.model",
+    "Probe": "memory_lab.dialogue.model",
+    "Session": "memory_lab.dialogue.model",
+    "Turn": "memory_lab.dialogue.model",
+    "MemoryView": "memory_lab.run.inspect",
+    "inspect_memory": "memory_lab.run.inspect",
     "Exchange": "memory_lab.memories",
     "Item": "memory_lab.memories",
     "Memory": "memory_lab.memories",
@@ -36,15 +36,15 @@ _EXPORTS = {
     "memory_factories": "memory_lab.memories",
     "parse_memory_spec": "memory_lab.memories",
     "register_memory": "memory_lab.memories",
-    "Results": "memory_lab.results",
-    "read_results": "memory_lab.results",
-    "summarize": "memory_lab.results",
-    "RunModels": "memory_lab.runner",
-    "ModelSpec": "memory_lab.model_spec",
-    "RunSpec": "memory_lab.run_spec",
-    "replay_dialogue": "memory_lab.runner",
-    "load_dialogues": "memory_lab.sources",
-    "validate": "memory_lab.sources",
+    "Results": "memory_lab.results.read",
+    "read_results": "memory_lab.results.read",
+    "summarize": "memory_lab.results.read",
+    "RunModels": "memory_lab.run.runner",
+    "ModelSpec": "memory_lab.models.spec",
+    "RunSpec": "memory_lab.log.run_spec",
+    "replay_dialogue": "memory_lab.run.runner",
+    "load_dialogues": "memory_lab.dialogue.sources",
+    "validate": "memory_lab.dialogue.sources",
 }
 
 __all__ = [
@@ -100,10 +100,9 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
-    from memory_lab.benchmark import resolve_memories, run_benchmark
-    from memory_lab.config import RunConfig
-    from memory_lab.dialogue import Dialogue, DialogueError, Probe, Session, Turn
-    from memory_lab.inspector import MemoryView, inspect_memory
+    from memory_lab.dialogue.model import Dialogue, DialogueError, Probe, Session, Turn
+    from memory_lab.dialogue.sources import load_dialogues, validate
+    from memory_lab.log.config import RunConfig
     from memory_lab.memories import (
         Exchange,
         Item,
@@ -118,6 +117,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
         parse_memory_spec,
         register_memory,
     )
-    from memory_lab.results import Results, read_results, summarize
-    from memory_lab.runner import RunModels, replay_dialogue
-    from memory_lab.sources import load_dialogues, validate
+    from memory_lab.results.read import Results, read_results, summarize
+    from memory_lab.run.benchmark import resolve_memories, run_benchmark
+    from memory_lab.run.inspect import MemoryView, inspect_memory
+    from memory_lab.run.runner import RunModels, replay_dialogue

@@ -13,7 +13,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memory_lab.config import (
+from memory_lab.dialogue.importers import FORMATS, importer_options
+from memory_lab.dialogue.model import DialogueError
+from memory_lab.dialogue.sources import validate
+from memory_lab.log.config import (
     ADVERSARIAL,
     ANSWER_STYLES,
     EXECUTORS,
@@ -21,19 +24,16 @@ from memory_lab.config import (
     RunConfig,
     named_values,
 )
-from memory_lab.dialogue import DialogueError
-from memory_lab.importers import FORMATS, importer_options
-from memory_lab.redact import redact, redact_logs
-from memory_lab.sources import validate
-from memory_lab.windows import MODEL_WINDOW, parse_limit
+from memory_lab.models.windows import MODEL_WINDOW, parse_limit
+from memory_lab.text.redact import redact, redact_logs
 
 DEFAULTS = RunConfig()  # the run options' defaults are RunConfig's
 COMPARISON_FILE = "comparison.html"  # memory-lab report A B ...: in the current folder
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    from memory_lab.dialogue.sources import builtin_suites
     from memory_lab.memories import memory_factories
-    from memory_lab.sources import builtin_suites
 
     print("Memories (use as NAME or NAME:param=value,param=value):")
     for factory in memory_factories().values():
@@ -72,7 +72,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from memory_lab.importers.export import write_yaml_dialogues
+    from memory_lab.results.export import write_yaml_dialogues
 
     options = named_values(args.option, "--option")
     written = write_yaml_dialogues(args.format, args.path, args.out, **options)
@@ -83,7 +83,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
 def _cmd_beam_scores(args: argparse.Namespace) -> int:
     import csv
 
-    from memory_lab.beam_scores import (
+    from memory_lab.results.beam_scores import (
         PROTOCOLS,
         LLMBeamGrader,
         OfflineBeamGrader,
@@ -118,7 +118,7 @@ def _cmd_beam_scores(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from memory_lab.importers.export import export_longmemeval
+    from memory_lab.results.export import export_longmemeval
 
     count = export_longmemeval(args.results, args.out, memory=args.memory)
     print(f"wrote {count} hypothesis line(s) to {args.out}")
@@ -126,7 +126,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_judge_cognitive(args: argparse.Namespace) -> int:
-    from memory_lab.cognitive_judge import (
+    from memory_lab.results.cognitive_judge import (
         cognitive_judge_model,
         judge_results,
         load_cognitive_prompt,
@@ -175,8 +175,8 @@ def run_config(args: argparse.Namespace) -> RunConfig:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from memory_lab.benchmark import resolve_memories, resume_benchmark, run_benchmark
-    from memory_lab.sources import load_dialogues
+    from memory_lab.dialogue.sources import load_dialogues
+    from memory_lab.run.benchmark import resolve_memories, resume_benchmark, run_benchmark
 
     resources = named_values(args.resource, "--resource")
     if args.resume:
@@ -244,14 +244,14 @@ def _given_run_options(argv: list[str] | None) -> set[str]:
 
 
 def _report_run(outcome) -> int:
-    from memory_lab.results import (
+    from memory_lab.results.read import (
         adversarial_apart,
         is_adversarial,
         read_results,
         reader_accuracy,
         summarize_by_category,
     )
-    from memory_lab.tables import format_category_table, format_reader_line, format_summary
+    from memory_lab.views.tables import format_category_table, format_reader_line, format_summary
 
     results = read_results(outcome.path)
     spec = results.spec
@@ -289,9 +289,9 @@ def _report_run(outcome) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from memory_lab.charts import save_charts
-    from memory_lab.report import write_comparison, write_report
-    from memory_lab.results import read_results
+    from memory_lab.results.read import read_results
+    from memory_lab.views.charts import save_charts
+    from memory_lab.views.report import write_comparison, write_report
 
     folders = list(dict.fromkeys(args.results_dir))
     for folder in folders:
@@ -313,7 +313,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from memory_lab.inspector import inspect_memory
+    from memory_lab.run.inspect import inspect_memory
 
     print(
         f"replaying {args.dialogue} through {args.spec} up to {args.at} "

@@ -4,7 +4,7 @@ Shared by ``tests/test_faults.py`` and ``benchmarks/fault_injection.py``. Each r
 ``memory_lab.cli.main(argv)`` in a child forked from a warm launcher process (imports and the
 Korean analyser loaded once, so a run starts in a fraction of a second rather than ~5 s) and
 put in a session of its own: like a command started from a shell it leads its own process
-group, so ``MEMORY_LAB_FAULT`` (``memory_lab/faults.py``) kills the run with its workers, and
+group, so ``MEMORY_LAB_FAULT`` (``memory_lab/log/faults.py``) kills the run with its workers, and
 anything alive in the group after the run is an orphan. ``--jobs`` workers are spawned fresh,
 as in any run. The dialogues are Korean so that the offline reader needs no English sentence
 model: the runs measure the record protocol, not the reader.
@@ -25,9 +25,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_lab.record_log import APPEND_CHUNK
-from memory_lab.records import without_timings
-from memory_lab.results import TIMING_COLUMNS
+from memory_lab.log.record_log import APPEND_CHUNK
+from memory_lab.log.records import without_timings
+from memory_lab.results.read import TIMING_COLUMNS
 
 MEMORIES = ["buffer", "window:k=1", "summary"]
 EXECUTORS = {
@@ -227,9 +227,9 @@ def serve() -> None:
     import langchain_classic.memory  # noqa: F401
 
     import memory_lab.cli
-    import memory_lab.executors  # noqa: F401
+    import memory_lab.run.executors  # noqa: F401
     from memory_lab.models.tokens import count_tokens
-    from memory_lab.text_analysis import en_stopwords, kiwi
+    from memory_lab.text.analysis import en_stopwords, kiwi
 
     kiwi().analyze("안녕하세요, 저는 민지예요.")  # loads the Korean model
     en_stopwords()  # imports scikit-learn

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_lab.answer_scores import (
+from memory_lab.scoring.answers import (
     AnswerScores,
     answer_scores,
     bleu1,

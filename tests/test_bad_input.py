@@ -103,7 +103,7 @@ def test_report_on_an_empty_run_says_so(tmp_path, capsys):
 def test_ctrl_c_exits_130_with_one_line_saying_how_to_resume(tmp_path, capsys, monkeypatch):
     import json
 
-    import memory_lab.benchmark as benchmark
+    import memory_lab.run.benchmark as benchmark
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -119,7 +119,7 @@ def test_ctrl_c_exits_130_with_one_line_saying_how_to_resume(tmp_path, capsys, m
 
 
 def test_ctrl_c_before_a_run_exists_does_not_offer_a_resume(tmp_path, capsys, monkeypatch):
-    import memory_lab.benchmark as benchmark
+    import memory_lab.run.benchmark as benchmark
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -166,7 +166,7 @@ def test_an_infinite_request_timeout_is_one_line(tmp_path, capsys):
 def test_run_json_is_never_written_with_nan_or_infinity(tmp_path, capsys):
     import json
 
-    from memory_lab.run_spec import RunSpecError, write_run_info
+    from memory_lab.log.run_spec import RunSpecError, write_run_info
 
     prices = tmp_path / "prices.json"
     prices.write_text(
@@ -251,7 +251,7 @@ def test_a_full_disk_while_appending_records_is_one_line_and_the_run_resumes(
 ):
     import json
 
-    from memory_lab.results import read_records
+    from memory_lab.results.read import read_records
 
     out = tmp_path / "run"
     argv = ["run", "--memory", "buffer", "window:k=1", "window:k=2"]
@@ -275,7 +275,7 @@ def test_a_full_disk_for_records_and_run_json_names_both_and_keeps_the_records(
 ):
     import json
 
-    from memory_lab.results import read_records
+    from memory_lab.results.read import read_records
 
     out = tmp_path / "run"
     argv = ["run", "--memory", "buffer", "window:k=1"]
@@ -305,7 +305,7 @@ def test_a_full_disk_while_cells_write_their_parts_stops_the_run(tmp_path, capsy
     import builtins
     import json
 
-    from memory_lab import record_log
+    from memory_lab.log import record_log
 
     class FullDisk:
         def __init__(self, fh):

@@ -9,7 +9,7 @@ import random
 import pytest
 from scipy.stats import kendalltau
 
-from memory_lab.beam_scores import (
+from memory_lab.results.beam_scores import (
     BeamPromptError,
     LLMBeamGrader,
     OfflineBeamGrader,
@@ -271,8 +271,8 @@ def test_beam_scores_command_scores_a_run_offline_and_with_a_judge(tmp_path, cap
 
     from memory_lab import read_results
     from memory_lab.cli import main
-    from memory_lab.report import render_report
-    from memory_lab.results import summarize_by_category
+    from memory_lab.results.read import summarize_by_category
+    from memory_lab.views.report import render_report
 
     from .importers.beam_fixture import chats
 
@@ -332,8 +332,8 @@ def test_beam_scores_command_scores_a_run_offline_and_with_a_judge(tmp_path, cap
 
 
 def test_published_figures_are_shown_per_scale_with_their_source_and_label():
-    from memory_lab.importers.beam import SCALES
-    from memory_lab.published import published_beam
+    from memory_lab.dialogue.importers.beam import SCALES
+    from memory_lab.results.published import published_beam
 
     rows = published_beam()["rows"]
     assert rows and all(r["scale"] in SCALES and r["source"].startswith("https://") for r in rows)

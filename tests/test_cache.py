@@ -11,7 +11,9 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import HumanMessage
 
-from memory_lab.cache import (
+from memory_lab.log.records import without_timings
+from memory_lab.models import OfflineSummarizer
+from memory_lab.models.cache import (
     CACHE_FILE,
     CacheStats,
     CallCache,
@@ -20,9 +22,7 @@ from memory_lab.cache import (
     default_cache_dir,
     is_cache_hit,
 )
-from memory_lab.models import OfflineSummarizer
 from memory_lab.models.providers import provider_chat_model, provider_embeddings
-from memory_lab.records import without_timings
 
 from .models.openai_mock import CHAT_USAGE, OpenAIMock
 
@@ -181,7 +181,7 @@ def test_an_offline_run_keeps_e5_vectors_and_a_rerun_reuses_them(tmp_path, mini_
     import sqlite3
 
     from memory_lab import resolve_memories, run_benchmark
-    from memory_lab.results import read_records
+    from memory_lab.results.read import read_records
 
     def run(name: str, cache: bool | str) -> list[dict]:
         outcome = run_benchmark(
@@ -211,7 +211,7 @@ def _cold_cache_writer(root: str, worker: int, barrier) -> tuple[int, list[str]]
     """In a worker process: per round, THREADS threads write to a fresh cache file at once."""
     from pathlib import Path
 
-    from memory_lab.cache import offline_embedding_store
+    from memory_lab.models.cache import offline_embedding_store
 
     errors: list[str] = []
     failures = 0
@@ -247,7 +247,7 @@ def test_concurrent_writers_on_a_cold_cache_all_succeed(tmp_path):
     from concurrent.futures import ProcessPoolExecutor
 
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["memory_lab.cache"])
+    ctx.set_forkserver_preload(["memory_lab.models.cache"])
     barrier = ctx.Manager().Barrier(PROCESSES)
     with ProcessPoolExecutor(PROCESSES, mp_context=ctx) as pool:
         futures = [
@@ -269,7 +269,7 @@ def test_concurrent_writers_on_a_cold_cache_all_succeed(tmp_path):
 
 
 def test_a_broken_cache_file_is_a_miss_and_a_lost_write_not_an_error(tmp_path, caplog):
-    from memory_lab.cache import offline_embedding_store
+    from memory_lab.models.cache import offline_embedding_store
 
     (tmp_path / CACHE_FILE).write_bytes(b"not a database" * 100)
     store = offline_embedding_store(tmp_path)
@@ -285,7 +285,7 @@ def test_a_write_waits_for_a_lock_held_by_another_process_then_lands(tmp_path):
     import subprocess
     import sys
 
-    from memory_lab.cache import offline_embedding_store
+    from memory_lab.models.cache import offline_embedding_store
 
     store = offline_embedding_store(tmp_path)
     store.mset([("first", b"1")])

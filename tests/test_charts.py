@@ -7,7 +7,8 @@ import warnings
 import pytest
 from matplotlib.figure import Figure
 
-from memory_lab.charts import (
+from memory_lab.results.read import summarize
+from memory_lab.views.charts import (
     category_heatmap,
     chart_style,
     cost_frontier_chart,
@@ -19,7 +20,6 @@ from memory_lab.charts import (
     save_charts,
     token_breakdown_chart,
 )
-from memory_lab.results import summarize
 
 from .small_run import SMALL_MEMORIES, small_run  # noqa: F401 - a fixture
 
@@ -127,7 +127,7 @@ def test_korean_text_renders_without_missing_glyphs(tmp_path):
 def test_score_chart_plots_j_when_the_run_was_judged_else_locomo_f1(small_run):  # noqa: F811
     import pandas as pd
 
-    from memory_lab.charts import score_metric, score_tokens_chart
+    from memory_lab.views.charts import score_metric, score_tokens_chart
 
     assert score_metric(pd.DataFrame({"f1_locomo": [0.5]}))[0] == "f1_locomo"
     assert score_metric(pd.DataFrame({"judge_accuracy": [float("nan")]}))[0] == "f1_locomo"
@@ -141,7 +141,7 @@ def test_score_chart_plots_j_when_the_run_was_judged_else_locomo_f1(small_run): 
 def test_recall_labels_never_sit_under_an_error_bar(small_run):  # noqa: F811
     """A value label at the foot of a short bar would be crossed by its error bar: such a
     label goes above the bar's interval instead."""
-    from memory_lab.charts import LABEL_CLEARANCE
+    from memory_lab.views.charts import LABEL_CLEARANCE
 
     ax = recall_chart(small_run).axes[0]
     summary = summarize(small_run)

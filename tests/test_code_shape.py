@@ -1,4 +1,5 @@
-"""The package's shape: no function over 100 lines, no import cycle among its modules.
+"""The package's shape: no function over 100 lines, no import cycle among its modules, and
+every import going down the stages (a stage imports only its own and earlier stages).
 
 Read from the source with ``ast`` (nothing is imported). The allowances name what is still being
 split or untangled elsewhere; an entry that is fixed fails the test too, so they only shrink.
@@ -11,6 +12,23 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "memory_lab"
 MAX_LINES = 100
+
+# The stages in the order data flows through them; a module of one may import only modules of
+# its own stage or an earlier one (the package's __init__ is the facade and exempt).
+STAGES = (
+    "errors",
+    "text",
+    "dialogue",
+    "models",
+    "memories",
+    "scoring",
+    "log",
+    "results",
+    "run",
+    "views",
+    "serve",
+    "cli",
+)
 
 # functions over MAX_LINES still being split (issue 21): "path::qualified name"
 KNOWN_LONG: set[str] = set()
@@ -170,6 +188,36 @@ def test_no_import_cycle_even_through_imports_inside_functions():
     assert not gone, f"gone, remove from KNOWN_DEFERRED_CYCLES: {gone}"
 
 
+def stage_of(module: str) -> int | None:
+    """Where ``memory_lab.STAGE[.rest]`` sits in STAGES; None for the package itself."""
+    parts = module.split(".")
+    return STAGES.index(parts[1]) if len(parts) > 1 else None
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a stage to a later one, as "module -> module"."""
+    found = []
+    for name, targets in sorted(graph.items()):
+        here = stage_of(name)
+        for target in sorted(targets):
+            there = stage_of(target)
+            if here is not None and there is not None and there > here:
+                found.append(f"{name} -> {target}")
+    return found
+
+
+def test_every_module_belongs_to_a_stage():
+    strays = [
+        name for name in modules() if name != "memory_lab" and name.split(".")[1] not in STAGES
+    ]
+    assert not strays, f"modules outside the stages (put each in its stage's package): {strays}"
+
+
+def test_imports_run_only_down_the_stages_even_inside_functions():
+    found = upward_imports(import_graph(deferred=True))
+    assert not found, "imports back up the stages:\n" + "\n".join(found)
+
+
 def test_the_checks_see_long_functions_and_cycles():
     """The checkers themselves: a long method is found by its qualified name, and a cycle
     through a deferred import counts only when deferred imports do."""
@@ -182,3 +230,8 @@ def test_the_checks_see_long_functions_and_cycles():
     assert [n.names[0].name for n in imports(tree, deferred=True)] == ["a", "c"]
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == {("a", "b", "c")}
+    staged = {
+        "memory_lab.views.report": {"memory_lab.text.redact"},
+        "memory_lab.results.read": {"memory_lab.run.runner", "memory_lab"},
+    }
+    assert upward_imports(staged) == ["memory_lab.results.read -> memory_lab.run.runner"]

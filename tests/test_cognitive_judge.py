@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-from memory_lab.cognitive_judge import (
+from memory_lab.results.cognitive_judge import (
     PROMPT_FILE,
     CognitiveJudgeError,
     judge_records,

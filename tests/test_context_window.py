@@ -7,15 +7,17 @@ import json
 
 import pytest
 
-from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark, windows
-from memory_lab.benchmark import resume_benchmark
+from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
 from memory_lab.cli import main
-from memory_lab.compare import differences
-from memory_lab.config import ConfigError, RunConfig
-from memory_lab.records import without_timings
-from memory_lab.report import render_report
-from memory_lab.results import RECORDS_FILE, summarize
-from memory_lab.tables import format_summary
+from memory_lab.errors import ConfigError
+from memory_lab.log.config import RunConfig
+from memory_lab.log.records import without_timings
+from memory_lab.models import windows
+from memory_lab.results.compare import differences
+from memory_lab.results.read import RECORDS_FILE, summarize
+from memory_lab.run.benchmark import resume_benchmark
+from memory_lab.views.report import render_report
+from memory_lab.views.tables import format_summary
 
 from .conftest import FIXTURES
 

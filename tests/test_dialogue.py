@@ -9,9 +9,9 @@ from collections import Counter
 import pytest
 
 from memory_lab.cli import main
-from memory_lab.dialogue import CATEGORIES, DialogueError
-from memory_lab.normalize import contains_answer
-from memory_lab.sources import load_dialogues, validate
+from memory_lab.dialogue.model import CATEGORIES, DialogueError
+from memory_lab.dialogue.sources import load_dialogues, validate
+from memory_lab.text.normalize import contains_answer
 
 GOOD = """
 format: memory-lab/dialogue@1

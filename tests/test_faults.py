@@ -1,7 +1,7 @@
 """Runs killed at reproducible points under every executor resume to exactly the records and
 summary of an uninterrupted run: nothing lost, nothing twice.
 
-Each kill is a SIGKILL of the whole run, workers included (``memory_lab/faults.py``), the N-th
+Each kill is a SIGKILL of the whole run, workers included (``memory_lab/log/faults.py``), the N-th
 time it passes a point: mid-cell (``record``), a part complete but not yet appended (``part``),
 mid-append, leaving a torn line (``append``), appended but its part not yet deleted
 (``commit``). The points cycle through the four with seeded counts. Sequential and thread runs

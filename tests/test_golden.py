@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_lab.records import without_timings
+from memory_lab.log.records import without_timings
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden" / "classic_records.jsonl.gz"
 MEMORIES = ["buffer", "window", "summary", "summary_buffer", "vector"]
@@ -47,7 +47,7 @@ def golden_rows(records: list[dict]) -> list[dict]:
 
 
 def test_classic_records_match_the_golden_file(classic_run):
-    from memory_lab.results import read_records
+    from memory_lab.results.read import read_records
 
     with gzip.open(GOLDEN, "rt", encoding="utf-8") as fh:
         golden = [json.loads(line) for line in fh]
@@ -78,7 +78,7 @@ if __name__ == "__main__":  # regenerate: python -m tests.test_golden
     import tempfile
 
     from memory_lab import load_dialogues, resolve_memories, run_benchmark
-    from memory_lab.results import read_records
+    from memory_lab.results.read import read_records
     from tests.conftest import CLASSIC_MEMORIES, run_classic
     from tests.pinned_vectors import CLASSIC_VECTORS, recording
 

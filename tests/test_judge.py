@@ -13,9 +13,14 @@ import pandas as pd
 import pytest
 
 from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
-from memory_lab.benchmark import resume_benchmark
 from memory_lab.cli import main
-from memory_lab.judge import (
+from memory_lab.log.record_log import dump_record
+from memory_lab.log.records import without_timings
+from memory_lab.models.providers import provider_chat_model
+from memory_lab.models.tokens import count_tokens
+from memory_lab.results.read import judge_summary, read_records
+from memory_lab.run.benchmark import resume_benchmark
+from memory_lab.scoring.judge import (
     BUILTIN_FILE,
     BUILTIN_TEMPLATE,
     JUDGE_PROMPT,
@@ -34,12 +39,7 @@ from memory_lab.judge import (
     record_fields,
     resolve_judge,
 )
-from memory_lab.models.providers import provider_chat_model
-from memory_lab.models.tokens import count_tokens
-from memory_lab.normalize import find_any
-from memory_lab.record_log import dump_record
-from memory_lab.records import without_timings
-from memory_lab.results import judge_summary, read_records
+from memory_lab.text.normalize import find_any
 
 from .conftest import FIXTURES
 from .models.openai_mock import CHAT_USAGE, OpenAIMock
@@ -91,7 +91,7 @@ def test_prompt_sections_round_trip():
 
 
 def _string_match(answers, reply, abstention):
-    from memory_lab.scoring import is_abstention
+    from memory_lab.scoring.probes import is_abstention
 
     if abstention:
         return is_abstention(reply)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_lab.redact import MARK, RedactingFilter, redact_logs
+from memory_lab.text.redact import MARK, RedactingFilter, redact_logs
 
 from .models.openai_mock import OpenAIMock
 from .processes import serve_process

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from memory_lab.normalize import contains_answer, find_any, normalize, sentences
+from memory_lab.text.normalize import contains_answer, find_any, normalize, sentences
 
 
 def test_normalize_folds_case_width_and_punctuation():

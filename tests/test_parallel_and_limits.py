@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
-from memory_lab.records import without_timings
-from memory_lab.results import RECORDS_FILE
+from memory_lab.log.records import without_timings
+from memory_lab.results.read import RECORDS_FILE
 
 from .conftest import FIXTURES
 

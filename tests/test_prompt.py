@@ -8,8 +8,15 @@ import json
 import pytest
 
 from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
-from memory_lab.config import ANSWER_STYLES, ConfigError, RunConfig
-from memory_lab.prompt import SHORT_TEMPLATE, TEMPLATE, TEMPLATES, render_prompt, split_prompt
+from memory_lab.errors import ConfigError
+from memory_lab.log.config import ANSWER_STYLES, RunConfig
+from memory_lab.models.prompt import (
+    SHORT_TEMPLATE,
+    TEMPLATE,
+    TEMPLATES,
+    render_prompt,
+    split_prompt,
+)
 
 from .conftest import FIXTURES
 

@@ -1,4 +1,4 @@
-"""LongMemEval's recall@k and NDCG@k, on hand-computed cases (memory_lab.rank_scores)."""
+"""LongMemEval's recall@k and NDCG@k, on hand-computed cases (memory_lab.scoring.ranks)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from memory_lab.rank_scores import RANK_SCORES, rank_scores, score_ranked, turn_ranking
+from memory_lab.scoring.ranks import RANK_SCORES, rank_scores, score_ranked, turn_ranking
 
 # A dialogue of three sessions: s1 holds t1-t4, s2 t5-t6, s3 t7.
 SESSION_OF = {

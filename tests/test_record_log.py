@@ -9,6 +9,7 @@ import pytest
 
 from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
 from memory_lab.cli import main
+from memory_lab.log.records import without_timings as drop_timings
 from memory_lab.memories import (
     Item,
     MemoryResources,
@@ -17,8 +18,7 @@ from memory_lab.memories import (
     register_memory,
     unregister_memory,
 )
-from memory_lab.records import without_timings as drop_timings
-from memory_lab.results import RECORDS_FILE
+from memory_lab.results.read import RECORDS_FILE
 
 from .conftest import FIXTURES
 
@@ -169,7 +169,7 @@ def test_a_part_that_cannot_be_written_names_its_file(tmp_path, monkeypatch):
     import errno
     import os
 
-    from memory_lab.record_log import PartWriter
+    from memory_lab.log.record_log import PartWriter
 
     writer = PartWriter(tmp_path, 0, "a1")
 

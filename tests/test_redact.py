@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_lab.redact import (
+from memory_lab.text.redact import (
     MARK,
     is_secret_name,
     redact,

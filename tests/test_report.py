@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from memory_lab.cli import main
-from memory_lab.report import REPORT_FILE, paired_comparison, write_report
-from memory_lab.results import summarize_by_category
+from memory_lab.results.read import summarize_by_category
+from memory_lab.views.report import REPORT_FILE, paired_comparison, write_report
 
 from .small_run import SMALL_MEMORIES, small_run  # noqa: F401 - a fixture
 
@@ -247,7 +247,7 @@ def test_report_shows_the_field_metrics_per_memory_and_category(report, small_ru
 
 
 def test_a_locomo_runs_report_shows_published_figures_labelled_as_such(tmp_path):
-    from memory_lab.published import published_locomo
+    from memory_lab.results.published import published_locomo
 
     out = tmp_path / "locomo"
     source = f"locomo:{Path(__file__).parent / 'fixtures' / 'locomo' / 'locomo_mini.json'}"

@@ -9,7 +9,7 @@ import pytest
 
 from memory_lab import read_results
 from memory_lab.cli import main
-from memory_lab.results import RECORDS_FILE, read_records
+from memory_lab.results.read import RECORDS_FILE, read_records
 
 from .conftest import FIXTURES
 
@@ -55,7 +55,7 @@ def test_run_writes_run_json_records_and_summary(mini_run, capsys):
 
 
 def test_the_summary_cannot_be_won_by_abstaining(mini_run):
-    from memory_lab.results import summarize
+    from memory_lab.results.read import summarize
 
     results = read_results(mini_run)
     everything_abstains = results.probes.assign(
@@ -67,7 +67,7 @@ def test_the_summary_cannot_be_won_by_abstaining(mini_run):
 
 
 def test_adversarial_probes_are_summarised_apart_unless_included(mini_run):
-    from memory_lab.results import summarize
+    from memory_lab.results.read import summarize
 
     results = read_results(mini_run)
     probes = results.probes.copy()
@@ -151,8 +151,8 @@ def test_an_existing_results_folder_is_never_overwritten(mini_run, capsys):
 
 
 def test_a_long_memory_label_keeps_the_table_aligned(mini_run):
-    from memory_lab.results import summarize
-    from memory_lab.tables import format_summary
+    from memory_lab.results.read import summarize
+    from memory_lab.views.tables import format_summary
 
     summary = summarize(read_results(mini_run))
     summary.loc[0, "memory"] = "thread:policy=summarize,summarizer=langmem,keep_last=2"
@@ -164,8 +164,8 @@ def test_a_long_memory_label_keeps_the_table_aligned(mini_run):
 
 
 def test_field_scores_on_records_and_in_both_summaries(tmp_path):
-    from memory_lab.answer_scores import answer_scores
-    from memory_lab.results import summarize, summarize_by_category
+    from memory_lab.results.read import summarize, summarize_by_category
+    from memory_lab.scoring.answers import answer_scores
 
     out = tmp_path / "locomo"
     source = f"locomo:{FIXTURES / 'locomo' / 'locomo_mini.json'}"
@@ -196,8 +196,8 @@ def test_field_scores_on_records_and_in_both_summaries(tmp_path):
 
 
 def test_rank_scores_in_the_summary_for_ranking_memories_only(tmp_path):
-    from memory_lab.rank_scores import RANK_SCORES
-    from memory_lab.results import summarize
+    from memory_lab.results.read import summarize
+    from memory_lab.scoring.ranks import RANK_SCORES
 
     out = tmp_path / "ranks"
     source = f"locomo:{FIXTURES / 'locomo' / 'locomo_mini.json'}"

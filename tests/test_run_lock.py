@@ -18,8 +18,8 @@ import pytest
 
 from memory_lab import load_dialogues, resolve_memories, run_benchmark
 from memory_lab.cli import main
-from memory_lab.results import RECORDS_FILE
-from memory_lab.run_guard import CHECKSUM_KEY, LOCK_FILE, FolderInUse, hold_folder
+from memory_lab.log.run_guard import CHECKSUM_KEY, LOCK_FILE, FolderInUse, hold_folder
+from memory_lab.results.read import RECORDS_FILE
 
 from .conftest import FIXTURES
 from .fault_runs import group_members, records_of, wait_for_empty_group
@@ -29,7 +29,7 @@ MEMORIES = ["buffer", "window:k=1"]
 SOURCE = str(FIXTURES / "dialogues" / "mini.yaml")
 HOLD = """\
 import sys, time
-from memory_lab.run_guard import hold_folder
+from memory_lab.log.run_guard import hold_folder
 with hold_folder(sys.argv[1]):
     print("held", flush=True)
     time.sleep(300)
@@ -178,7 +178,7 @@ def test_the_lock_is_released_after_a_normal_end_and_after_an_exception(
                 pass
     holder(reference).kill()  # and free for another process
 
-    import memory_lab.benchmark as benchmark
+    import memory_lab.run.benchmark as benchmark
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")

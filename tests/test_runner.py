@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 
 from memory_lab import load_dialogues, parse_memory_spec, replay_dialogue
-from memory_lab.prompt import INPUT_KEY
-from memory_lab.records import without_timings
-from memory_lab.runner import Cell, exchanges
+from memory_lab.log.records import without_timings
+from memory_lab.models.prompt import INPUT_KEY
+from memory_lab.run.runner import Cell, exchanges
 
 
 def probes_of(results, memory):

@@ -1,5 +1,5 @@
-from memory_lab.dialogue import Probe
-from memory_lab.scoring import score_probe
+from memory_lab.dialogue.model import Probe
+from memory_lab.scoring.probes import score_probe
 
 
 def probe(category="update", answers=("Busan",), stale=("Seoul",)):
@@ -25,7 +25,7 @@ def test_an_abstaining_reply_is_never_correct_for_an_answerable_probe():
 
 
 def test_evidence_recall_counts_turns_carried_verbatim_or_nearly():
-    from memory_lab.scoring import evidence_recall
+    from memory_lab.scoring.probes import evidence_recall
 
     evidence = {
         "a": "I moved to Busan last weekend, and the new flat is near Haeundae beach.",

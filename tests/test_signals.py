@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from memory_lab.cli import main
-from memory_lab.results import RECORDS_FILE
+from memory_lab.results.read import RECORDS_FILE
 
 from .fault_runs import (
     compare,

@@ -1,4 +1,5 @@
-"""memory_lab.stats on hand-computed and reference cases: Wilson, McNemar, Newcombe, Holm, kappa."""
+"""memory_lab.scoring.stats on hand-computed and reference cases: Wilson, McNemar, Newcombe, Holm,
+kappa."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import statistics
 
 import pytest
 
-from memory_lab.stats import (
+from memory_lab.scoring.stats import (
     cohen_kappa,
     holm,
     majority_vote,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memory_lab.memories.hybrid import bm25_terms
 from memory_lab.models.langchain_prompts import proper_nouns
-from memory_lab.text_analysis import content_words, en_stopwords, features, is_hangul_text, stem
+from memory_lab.text.analysis import content_words, en_stopwords, features, is_hangul_text, stem
 
 
 def test_english_words_lose_stop_words_and_endings():

@@ -27,7 +27,7 @@ from memory_lab.memories.protocol import (
     as_memory,
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
-from memory_lab.prompt import INPUT_KEY, MEMORY_KEY, OUTPUT_KEY
+from memory_lab.models.prompt import INPUT_KEY, MEMORY_KEY, OUTPUT_KEY
 
 _COMMON = {"memory_key": MEMORY_KEY, "input_key": INPUT_KEY}
 

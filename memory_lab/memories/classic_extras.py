@@ -21,7 +21,7 @@ from langchain_core.outputs import ChatResult
 from memory_lab.memories.classic import _COMMON, ClassicMemory, _messages, message_texts
 from memory_lab.memories.protocol import Exchange, Item, MemoryResources, Query, Recall
 from memory_lab.memories.registry import ParamDoc, register_memory
-from memory_lab.prompt import INPUT_KEY, MEMORY_KEY
+from memory_lab.models.prompt import INPUT_KEY, MEMORY_KEY
 
 
 class BufferTokenCounter(BaseChatModel):

@@ -38,7 +38,7 @@ from memory_lab.memories.registry import (
     parse_memory_spec,
     register_memory,
 )
-from memory_lab.prompt import INPUT_KEY, OUTPUT_KEY
+from memory_lab.models.prompt import INPUT_KEY, OUTPUT_KEY
 
 PART_PARAM_SEPARATOR = "/"
 _EXCHANGE, _QUERY = "memory_lab_exchange", "memory_lab_query"

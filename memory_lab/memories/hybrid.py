@@ -40,8 +40,8 @@ from memory_lab.memories.protocol import (
     SessionInfo,
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
-from memory_lab.prompt import INPUT_KEY, OUTPUT_KEY
-from memory_lab.text_analysis import en_stopwords, kiwi, stem
+from memory_lab.models.prompt import INPUT_KEY, OUTPUT_KEY
+from memory_lab.text.analysis import en_stopwords, kiwi, stem
 
 T = TypeVar("T")
 

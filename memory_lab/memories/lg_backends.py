@@ -33,9 +33,9 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from memory_lab.config import ConfigError
+from memory_lab.errors import ConfigError
 from memory_lab.memories.protocol import MemoryResources
-from memory_lab.redact import redact, secrets_in
+from memory_lab.text.redact import redact, secrets_in
 
 BACKENDS = ("memory", "sqlite", "postgres")
 POSTGRES_RESOURCE = "postgres"

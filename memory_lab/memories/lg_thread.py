@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from memory_lab.config import ConfigError
+from memory_lab.errors import ConfigError
 from memory_lab.memories.lg_backends import Persistence, check_postgres
 from memory_lab.memories.protocol import (
     Exchange,

@@ -45,7 +45,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
-from memory_lab.config import ConfigError
+from memory_lab.errors import ConfigError
 from memory_lab.memories.chroma import STACK as CHROMA_STACK
 from memory_lab.memories.langmem import _CellIds
 from memory_lab.memories.lg_backends import (

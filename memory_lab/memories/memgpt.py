@@ -51,7 +51,7 @@ from memory_lab.memories.protocol import (
     SessionInfo,
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
-from memory_lab.text_analysis import content_words
+from memory_lab.text.analysis import content_words
 
 LABELS = ("persona", "human")
 DEFAULT_PERSONA = "I am the user's assistant. I remember what the user tells me."

@@ -31,7 +31,7 @@ from memory_lab.memories.protocol import (
     SessionInfo,
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
-from memory_lab.normalize import normalize
+from memory_lab.text.normalize import normalize
 
 PROFILE_HEADER = "User profile:"
 RECENT_HEADER = "Recent conversation:"

@@ -91,7 +91,7 @@ class Recall:
     whatever order the prompt puts them in; the retrieval only, not what the memory shows
     besides, such as recent turns or a summary). An empty tuple: it ranks and found nothing.
     None (the default): the memory does not rank, and has no rank scores
-    (``memory_lab.rank_scores``).
+    (``memory_lab.scoring.ranks``).
     """
 
     items: tuple[Item, ...] = ()

@@ -31,7 +31,7 @@ from memory_lab.memories.protocol import (
     SessionInfo,
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
-from memory_lab.prompt import INPUT_KEY, OUTPUT_KEY
+from memory_lab.models.prompt import INPUT_KEY, OUTPUT_KEY
 
 CHUNK_MIN, CHUNK_MAX = 16, 65536
 

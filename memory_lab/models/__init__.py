@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from langchain_core.language_models import BaseChatModel
 
-from memory_lab.model_spec import ModelSpec, is_offline
 from memory_lab.models.embeddings import EMBEDDING_MODEL_NAME, OfflineEmbeddings
 from memory_lab.models.offline_memory import OfflineMemoryModel
 from memory_lab.models.offline_reader import (
@@ -22,8 +21,9 @@ from memory_lab.models.offline_reader import (
 )
 from memory_lab.models.offline_summarizer import OfflineSummarizer
 from memory_lab.models.providers import ProviderError, provider_chat_model
+from memory_lab.models.spec import ModelSpec, is_offline
 from memory_lab.models.tokens import TOKENIZER_NAME, count_tokens
-from memory_lab.redact import redact_value
+from memory_lab.text.redact import redact_value
 
 __all__ = [
     "ABSTAIN_REPLY",

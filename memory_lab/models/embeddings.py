@@ -24,7 +24,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.stores import ByteStore
 
-from memory_lab.model_spec import ModelSpec, is_offline
+from memory_lab.models.spec import ModelSpec, is_offline
 from memory_lab.models.tokens import count_tokens
 
 DEFAULT_EMBEDDING_MODEL = "minilm"

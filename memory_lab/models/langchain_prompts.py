@@ -28,8 +28,8 @@ from functools import lru_cache
 from string import Formatter
 
 from memory_lab.models.tokens import count_tokens
-from memory_lab.normalize import sentences
-from memory_lab.text_analysis import en_stopwords, features, is_hangul_text, kiwi
+from memory_lab.text.analysis import en_stopwords, features, is_hangul_text, kiwi
+from memory_lab.text.normalize import sentences
 
 ENTITY_SUMMARY_TOKENS = 128
 KG_TRIPLE_DELIMITER = "<|>"  # as langchain_community.graphs.networkx_graph parses them

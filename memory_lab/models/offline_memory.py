@@ -41,8 +41,8 @@ from memory_lab.models.offline_summarizer import (
     speaker_sentences,
 )
 from memory_lab.models.tasks import known_facts, parse_json_reply, section, task_of
-from memory_lab.normalize import normalize
-from memory_lab.text_analysis import FUNCTION_WORDS, WORD
+from memory_lab.text.analysis import FUNCTION_WORDS, WORD
+from memory_lab.text.normalize import normalize
 
 
 class OfflineMemoryError(ValueError):

@@ -5,7 +5,7 @@ chatbot. It finds the memory section of the shared prompt, splits it into senten
 each against the question with general, corpus-independent machinery:
 
 - lexical overlap weighted by IDF computed from the memory itself, over the terms of
-  ``memory_lab.text_analysis``: English words lose function words (scikit-learn's general
+  ``memory_lab.text.analysis``: English words lose function words (scikit-learn's general
   English stop-word list) and are lightly stemmed; Korean text is split with kiwipiepy and
   matched on its content morphemes, chosen by part-of-speech tag (so particles and endings
   never need a word list); question terms the memory never mentions
@@ -52,9 +52,8 @@ from scipy import sparse
 
 from memory_lab.models.embeddings import OfflineEmbeddings
 from memory_lab.models.offline_base import OfflineChatModel
-from memory_lab.normalize import sentences
-from memory_lab.prompt import split_prompt
-from memory_lab.text_analysis import (
+from memory_lab.models.prompt import split_prompt
+from memory_lab.text.analysis import (
     KO_CONTENT_TAGS,
     NUMBER,
     TIME,
@@ -64,6 +63,7 @@ from memory_lab.text_analysis import (
     is_hangul_text,
     stem,
 )
+from memory_lab.text.normalize import sentences
 
 ABSTAIN_REPLY = "I don't know."
 # A message that asks nothing (no question mark, no question or request word first) is a

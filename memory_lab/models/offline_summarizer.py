@@ -13,7 +13,7 @@ from typing import Any
 
 from memory_lab.models.offline_base import OfflineChatModel
 from memory_lab.models.tokens import count_tokens
-from memory_lab.normalize import sentences
+from memory_lab.text.normalize import sentences
 
 SUMMARY_MARKER = "Current summary:"
 NEW_LINES_MARKER = "New lines of conversation:"

@@ -25,10 +25,9 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
-from memory_lab.config import ClientSettings
-from memory_lab.model_spec import ModelSpec
+from memory_lab.models.spec import ClientSettings, ModelSpec
 from memory_lab.models.tokens import count_message_tokens, token_ids
-from memory_lab.redact import redact
+from memory_lab.text.redact import redact
 
 # provider -> (python package, pip package, API-key variable or None)
 PROVIDERS: dict[str, tuple[str, str, str | None]] = {

@@ -35,8 +35,7 @@ from pydantic import BaseModel, ConfigDict
 
 from memory_lab.memories.lg_backends import PoolBusy, lend_pool, open_pool
 from memory_lab.memories.registry import MemorySpec
-from memory_lab.redact import redact
-from memory_lab.runner import RunModels
+from memory_lab.run.runner import RunModels
 from memory_lab.serve.chat import Chats, on_postgres, served_spec
 from memory_lab.serve.guard import (
     Limits,
@@ -47,6 +46,7 @@ from memory_lab.serve.guard import (
     check_user_id,
 )
 from memory_lab.serve.http import HostCheck, add_error_handlers, error_response
+from memory_lab.text.redact import redact
 
 log = logging.getLogger("memory_lab.serve")
 
@@ -143,7 +143,7 @@ class BodyLimit:
 
 def answering_model(llm: str) -> str:
     """How the page names the model that answers (the offline one says what it does)."""
-    from memory_lab.model_spec import is_offline
+    from memory_lab.models.spec import is_offline
 
     if is_offline(llm):
         return (

@@ -24,11 +24,11 @@ from typing import Any
 
 import yaml
 
-from memory_lab.dialogue import FORMAT, Dialogue, parse_documents
+from memory_lab.dialogue.model import FORMAT, Dialogue, parse_documents
 from memory_lab.memories.protocol import Exchange
 from memory_lab.memories.registry import MemorySpec
 from memory_lab.models.tokens import count_tokens
-from memory_lab.runner import Cell, RunModels, quiet_classic_deprecations
+from memory_lab.run.runner import Cell, RunModels, quiet_classic_deprecations
 from memory_lab.serve.guard import RequestError
 
 SESSION = "chat"

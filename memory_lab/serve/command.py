@@ -97,12 +97,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def settings_from(args: argparse.Namespace) -> object:
     """The ServeSettings the options describe, after every memory's preflight."""
 
-    from memory_lab.benchmark import resolve_memories
-    from memory_lab.config import ClientSettings, RunConfig, named_values
-    from memory_lab.executors import prepare_stack
+    from memory_lab.log.config import RunConfig, named_values
     from memory_lab.memories.registry import preflight_memories
     from memory_lab.models.providers import check_provider, use_client_settings
-    from memory_lab.runner import RunModels
+    from memory_lab.models.spec import ClientSettings
+    from memory_lab.run.benchmark import resolve_memories
+    from memory_lab.run.executors import prepare_stack
+    from memory_lab.run.runner import RunModels
     from memory_lab.serve.guard import Limits
 
     try:
@@ -186,7 +187,7 @@ def run_server(app: object, sock: socket.socket) -> None:
     when it did not start."""
     import uvicorn
 
-    from memory_lab.redact import redact_logs
+    from memory_lab.text.redact import redact_logs
 
     config = uvicorn.Config(app, access_log=False, log_level="info")
     server = uvicorn.Server(config)

@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from memory_lab.compare import find_runs
+    from memory_lab.results.compare import find_runs
 
     try:
         from memory_lab.serve.viewer import ViewSettings, create_view_app

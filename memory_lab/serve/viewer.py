@@ -28,9 +28,9 @@ import pandas as pd
 from fastapi import FastAPI, Query
 from fastapi.responses import HTMLResponse
 
-from memory_lab.compare import RunEntry, find_runs, plain
-from memory_lab.results import RECORDS_FILE, Results, read_results
-from memory_lab.run_spec import RUN_FILE
+from memory_lab.log.run_spec import RUN_FILE
+from memory_lab.results.compare import RunEntry, find_runs, plain
+from memory_lab.results.read import RECORDS_FILE, Results, read_results
 from memory_lab.serve.guard import RequestError
 from memory_lab.serve.http import HostCheck, add_error_handlers
 
@@ -102,8 +102,8 @@ class RunBook:
         return tuple((k, _stamp(self.entry(k).path)) for k in dict.fromkeys(keys))
 
     def charts(self, keys: list[str]) -> list[dict[str, str]]:
-        from memory_lab.compare import combine
-        from memory_lab.report import chart_uris
+        from memory_lab.results.compare import combine
+        from memory_lab.views.report import chart_uris
 
         stamp = self.stamp(keys)
         with self.charts_lock:
@@ -127,7 +127,7 @@ class RunBook:
 
 
 def _load_turns(source: str, dialogue: str, sha256: str | None) -> dict[str, str] | None:
-    from memory_lab.sources import load_dialogues
+    from memory_lab.dialogue.sources import load_dialogues
 
     try:
         found = [d for d in load_dialogues(source) if d.id == dialogue]
@@ -167,7 +167,7 @@ def create_view_app(settings: ViewSettings) -> FastAPI:
 
     @app.get("/api/compare")
     def compare(run: Runs = None) -> dict:
-        from memory_lab.report import comparison
+        from memory_lab.views.report import comparison
 
         runs, names = book.selection(run or [])
         return comparison_json(comparison(runs, names), runs, names)
@@ -186,7 +186,7 @@ def create_view_app(settings: ViewSettings) -> FastAPI:
 
 def comparison_json(parts: dict[str, Any], runs: list[Results], names: list[str]) -> dict:
     """The comparison as JSON: everything the report's sections show, and the probe grid."""
-    from memory_lab.charts import memory_order
+    from memory_lab.views.charts import memory_order
 
     combined: Results = parts["results"]
     memories = memory_order(combined)
@@ -243,7 +243,7 @@ PROBE_FIELDS = [
 
 
 def _context(prompt: Any) -> str | None:
-    from memory_lab.prompt import split_prompt
+    from memory_lab.models.prompt import split_prompt
 
     if not isinstance(prompt, str) or not prompt:
         return None  # --no-prompts: the context was not recorded
@@ -257,8 +257,8 @@ def probe_json(
     book: RunBook, runs: list[Results], names: list[str], dialogue: str, probe_id: str
 ) -> dict:
     """One probe through every memory of the runs named, side by side."""
-    from memory_lab.charts import memory_order
-    from memory_lab.compare import combine
+    from memory_lab.results.compare import combine
+    from memory_lab.views.charts import memory_order
 
     combined = combine(runs, names)
     probes = combined.probes

@@ -10,9 +10,9 @@ import yaml
 
 from memory_lab import load_dialogues
 from memory_lab.cli import main
-from memory_lab.dialogue import DialogueError
-from memory_lab.importers import import_source
-from memory_lab.importers.beam import ABILITIES, CATEGORIES
+from memory_lab.dialogue.importers import import_source
+from memory_lab.dialogue.importers.beam import ABILITIES, CATEGORIES
+from memory_lab.dialogue.model import DialogueError
 
 from .beam_fixture import batches, chats, conversation, questions, ten_m, write_json
 

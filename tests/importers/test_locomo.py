@@ -10,8 +10,8 @@ import pytest
 
 from memory_lab import load_dialogues
 from memory_lab.cli import main
-from memory_lab.dialogue import DialogueError
-from memory_lab.importers import import_source
+from memory_lab.dialogue.importers import import_source
+from memory_lab.dialogue.model import DialogueError
 
 from ..conftest import FIXTURES
 

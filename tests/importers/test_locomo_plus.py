@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from memory_lab import load_dialogues
-from memory_lab.dialogue import DialogueError, parse_documents
-from memory_lab.importers import import_source
-from memory_lab.importers.locomo_plus import gap_days, locomo_date
+from memory_lab.dialogue.importers import import_source
+from memory_lab.dialogue.importers.locomo_plus import gap_days, locomo_date
+from memory_lab.dialogue.model import DialogueError, parse_documents
 
 HOSTS = ("conv-1", "conv-2", "conv-3")
 DATES = ("10:00 am on 1 January, 2023", "10:00 am on 1 February, 2023", "10:00 am on 1 March, 2023")
@@ -222,8 +222,8 @@ def test_a_cognitive_probe_is_checked_as_one(tmp_path):
 
 def test_a_run_measures_the_cue_by_evidence_recall_not_accuracy(tmp_path):
     from memory_lab.cli import main
-    from memory_lab.results import read_results, summarize, summarize_by_category
-    from memory_lab.tables import format_category_table
+    from memory_lab.results.read import read_results, summarize, summarize_by_category
+    from memory_lab.views.tables import format_category_table
 
     root = checkout(tmp_path)
     out = tmp_path / "run"

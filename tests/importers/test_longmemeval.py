@@ -10,7 +10,7 @@ import pytest
 
 from memory_lab import load_dialogues, read_results
 from memory_lab.cli import main
-from memory_lab.dialogue import DialogueError
+from memory_lab.dialogue.model import DialogueError
 
 from ..conftest import FIXTURES
 

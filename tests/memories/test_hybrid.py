@@ -244,7 +244,7 @@ def test_impossible_settings_are_refused_before_a_run(spec, message, tmp_path, c
 
 def test_a_run_reports_source_turns_and_meters_embeddings_exactly_as_vector(tmp_path):
     from memory_lab.cli import main
-    from memory_lab.results import read_records
+    from memory_lab.results.read import read_records
 
     out = tmp_path / "run"
     argv = ["run", "--memory", "hybrid", "vector", "--dialogues"]

@@ -9,6 +9,7 @@ import pytest
 
 from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
 from memory_lab.cli import main
+from memory_lab.log.records import without_timings
 from memory_lab.memories import (
     MemorySpecError,
     ParamDoc,
@@ -18,8 +19,7 @@ from memory_lab.memories import (
 )
 from memory_lab.memories.registry import spec_from_json
 from memory_lab.models.tasks import extract_prompt, parse_json_reply
-from memory_lab.records import without_timings
-from memory_lab.results import RECORDS_FILE
+from memory_lab.results.read import RECORDS_FILE
 
 from ..conftest import FIXTURES
 

@@ -54,7 +54,7 @@ def test_the_scan_finds_offline_references_where_they_hide():
     assert offline_references(lazy)
     assert offline_references("from memory_lab.models import OfflineMemoryModel\n")
     assert offline_references('"""Uses OfflineChatModel offline."""\n')
-    assert not offline_references("from memory_lab.text_analysis import kiwi\n")
+    assert not offline_references("from memory_lab.text.analysis import kiwi\n")
 
 
 def test_no_memory_refers_to_an_offline_model():

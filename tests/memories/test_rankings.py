@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memory_lab.memories.protocol import Query
-from memory_lab.runner import exchanges
+from memory_lab.run.runner import exchanges
 
 from .replay import replayed
 
@@ -88,7 +88,7 @@ def test_probe_records_carry_rank_scores_for_ranking_memories_only(
 ):
     from memory_lab import replay_dialogue
     from memory_lab.memories import parse_memory_spec
-    from memory_lab.rank_scores import RANK_SCORES
+    from memory_lab.scoring.ranks import RANK_SCORES
 
     probes = {}
     for spec in ("buffer", "hybrid", "vector"):

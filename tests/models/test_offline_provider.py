@@ -8,7 +8,6 @@ from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from pydantic import BaseModel
 
-from memory_lab.accounting import Meter, MeterCallback
 from memory_lab.memories.profile import UPDATE_SCHEMA, ProfileUpdate
 from memory_lab.models import (
     OfflineMemoryModel,
@@ -18,6 +17,7 @@ from memory_lab.models import (
     model_name,
     resolve_chat_model,
 )
+from memory_lab.models.accounting import Meter, MeterCallback
 from memory_lab.models.tasks import extract_prompt, parse_json_reply
 
 EXCHANGE = "Human: I moved to Busan last spring and I work as a nurse now.\nAI: Congratulations!"
@@ -125,8 +125,8 @@ def test_mem0s_extraction_prompt_is_answered_by_its_script():
 
 def test_a_run_naming_the_offline_models_gives_the_records_of_a_default_run(tmp_path):
     from memory_lab import load_dialogues, resolve_memories, run_benchmark
-    from memory_lab.records import without_timings
-    from memory_lab.results import read_records
+    from memory_lab.log.records import without_timings
+    from memory_lab.results.read import read_records
 
     from ..conftest import FIXTURES
 

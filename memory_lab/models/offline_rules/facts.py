@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from memory_lab.models.offline_summarizer import informativeness
-from memory_lab.text_analysis import content_words
+from memory_lab.text.analysis import content_words
 
 PREFERENCE = re.compile(
     r"\b(love|like|prefer|favou?rite|enjoy|hate|dislike|can't stand|allergic)\b|"

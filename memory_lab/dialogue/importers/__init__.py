@@ -1,0 +1,129 @@
+"""Foreign datasets -> dialogue documents of format v1 (docs/dialogues.md, docs/importers.md).
+
+An importer is one function ``(path, budget=..., **options) -> ImportResult`` (``budget``: the
+``ReadBudget`` its reads draw on): plain dialogue dicts (the same shape as our YAML, so
+``memory-lab import`` can write them out) and a report that counts what was imported and lists
+every skipped item with its reason. Nothing is dropped silently.
+The parts every importer uses (the report, the checks naming record and field) are in
+``memory_lab.dialogue.importers.common``.
+Sources are written ``FORMAT:PATH`` with options after ``#``: ``locomo:data/locomo10.json``,
+``locomo:data/locomo10.json#categories=swapped``, ``longmemeval:longmemeval_s.json#max_mib=300``,
+``beam:BEAM/chats#scale=100K,conversations=1-3`` (a list inside one option is joined with ``+``),
+``locomo-plus:Locomo-Plus#seed=0,limit=20``.
+
+Imports are bounded like dialogue files: at most 64 MiB read in all (a file, or all the files of a
+folder or entries of a zip together; ``#max_mib=N`` raises it), and each record, which becomes one
+dialogue, within the nesting and value-count limits of ``memory_lab.text.limits``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from memory_lab.dialogue.importers.common import (  # noqa: F401 - the importers' shared parts, re-exported
+    ImportReport,
+    ImportResult,
+    check_record,
+    import_error,
+    read_json,
+    scalar,
+    slug,
+)
+from memory_lab.text.limits import MAX_FILE_BYTES, ReadBudget
+
+
+def _importers() -> dict[str, Callable[..., ImportResult]]:
+    from memory_lab.dialogue.importers.beam import import_beam
+    from memory_lab.dialogue.importers.locomo import import_locomo
+    from memory_lab.dialogue.importers.locomo_plus import import_locomo_plus
+    from memory_lab.dialogue.importers.longmemeval import import_longmemeval
+
+    return {
+        "locomo": import_locomo,
+        "longmemeval": import_longmemeval,
+        "beam": import_beam,
+        "locomo-plus": import_locomo_plus,
+    }
+
+
+FORMATS = ("locomo", "longmemeval", "beam", "locomo-plus")
+
+
+def importer_options(fmt: str) -> list[str]:
+    """The options ``FORMAT:PATH#key=value`` takes for ``fmt``: its importer's, and ``max_mib``."""
+    importer = _importers()[fmt]
+    own = [p for p in inspect.signature(importer).parameters if p not in ("path", "budget")]
+    return [*own, "max_mib"]
+
+
+# Where each dataset comes from, for a path that does not exist (none is shipped: licences).
+DATASET_ORIGINS = {
+    "locomo": "LoCoMo is not shipped: locomo10.json is in data/locomo10.zip of the "
+    "snap-research/locomo repository on GitHub; see docs/importers.md",
+    "longmemeval": "LongMemEval is not shipped: longmemeval_s_cleaned.json and the other files "
+    "come with the xiaowu0162/LongMemEval release on GitHub; see docs/importers.md",
+    "beam": "BEAM is not shipped: its chats/ folder is in the mohammadtavakoli78/BEAM repository "
+    "on GitHub; see docs/beam.md",
+    "locomo-plus": "LoCoMo-Plus is not shipped: data/locomo_plus.json (with locomo10.json) is in "
+    "the xjtuleeyf/Locomo-Plus repository on GitHub; see docs/locomo-plus.md",
+}
+
+
+def parse_source(text: str) -> tuple[str, Path, dict[str, str]] | None:
+    """Split ``FORMAT:PATH#key=value`` into its parts; None when not a foreign source.
+
+    DialogueError naming the source when an option is not ``key=value`` or given twice.
+    """
+    fmt, sep, rest = text.partition(":")
+    if not sep or fmt not in FORMATS:
+        return None
+    path, _, opts = rest.partition("#")
+    options: dict[str, str] = {}
+    for item in filter(None, (x.strip() for x in opts.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise import_error(text, None, "options", f"expected key=value, got {item!r}")
+        if key.strip() in options:
+            raise import_error(text, None, "options", f"{key.strip()!r} given twice")
+        options[key.strip()] = value.strip()
+    return fmt, Path(path), options
+
+
+def _budget(source: str, raw: str | None) -> ReadBudget:
+    hint = "raise it with #max_mib=N"
+    if raw is None:
+        return ReadBudget(MAX_FILE_BYTES, hint)
+    if not re.fullmatch(r"[0-9]{1,7}", raw) or not 1 <= int(raw) <= 1024 * 1024:
+        raise import_error(
+            source, None, "options", f"max_mib must be a whole number of MiB >= 1, got {raw!r}"
+        )
+    return ReadBudget(int(raw) * 1024 * 1024, hint)
+
+
+def import_source(
+    fmt: str, path: str | Path, options: dict[str, str] | None = None
+) -> ImportResult:
+    """Import ``path`` in ``fmt``; DialogueError naming record and field when malformed.
+
+    ``options`` are the importer's keyword options plus ``max_mib`` (the read limit, in MiB).
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown dataset format {fmt!r} (known: {', '.join(FORMATS)})")
+    path = Path(path)
+    options = dict(options or {})
+    budget = _budget(str(path), options.pop("max_mib", None))
+    importer = _importers()[fmt]
+    known = importer_options(fmt)
+    for key in options:
+        if key not in known:
+            allowed = ", ".join(known)
+            raise import_error(
+                str(path), None, "options", f"{fmt} has no option {key!r} (options: {allowed})"
+            )
+    if not path.exists():
+        where = DATASET_ORIGINS.get(fmt, "see docs/importers.md")
+        raise import_error(str(path), None, "source", f"no such file or folder ({where})")
+    return importer(path, budget=budget, **options)

@@ -1,0 +1,570 @@
+"""``RunSpec``: a run's whole description, typed and frozen, as ``run.json`` holds it.
+
+``prepare_run`` (``run/benchmark.py``) builds one; ``save`` writes it as ``run.json`` and ``load``
+reads it back (a clear error naming the file and the field on bad input), with the layout
+``run.json`` has always had: the same keys and values, a key an older version did not write
+stays unwritten, and keys this version does not know are kept. ``resumed`` gives the spec a
+``--resume`` executes. The executors receive the spec itself (it pickles), so worker processes
+and Ray tasks rebuild the run's models from it.
+
+Some of a spec is never written: the resources' values (``resource_values``), the retries
+(``max_retries``, from ``MEMORY_LAB_MAX_RETRIES`` where the spec is built), the changes a resume
+makes (``overrides``: jobs, concurrency, executor, a base URL with credentials), the results
+folder and the dialogues themselves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from memory_lab.dialogue.model import Dialogue
+from memory_lab.dialogue.sources import load_dialogues
+from memory_lab.errors import ConfigError
+from memory_lab.log.config import RunConfig
+from memory_lab.log.record_log import naming_file
+from memory_lab.log.records import accepts, field_checks
+from memory_lab.log.run_guard import check_config
+from memory_lab.memories.registry import MemorySpec, spec_from_json
+from memory_lab.models.accounting import Price, price_dict
+from memory_lab.models.spec import OFFLINE, ClientSettings, ModelSpec, is_offline
+from memory_lab.models.windows import describe
+from memory_lab.text.limits import bounds_problem
+from memory_lab.text.redact import has_redacted_credentials, redact, redact_value
+
+__all__ = [
+    "DialogueEntry",
+    "ModelRecord",
+    "ModelSpec",
+    "Pricing",
+    "RoleModel",
+    "RunSpec",
+    "RunSpecError",
+    "is_offline",
+]
+
+_UNWRITTEN = {"written": False}
+RUN_FILE = "run.json"
+
+
+def run_info_text(info: dict[str, Any], where: str = RUN_FILE) -> str:
+    """``run.json``'s text for ``info``, redacted: no password, key or token of the run is
+    written (``text/redact.py``). Strict JSON: a NaN or infinite number (which JSON has not) is a
+    RunSpecError naming ``where`` and the field."""
+    value = redact_value(info)
+    try:
+        return json.dumps(
+            value, indent=2, ensure_ascii=False, sort_keys=True, default=str, allow_nan=False
+        )
+    except ValueError as exc:
+        raise RunSpecError(f"{where}: {bounds_problem(value) or exc}") from None
+
+
+def write_run_info(folder: Path, info: dict[str, Any]) -> None:
+    """Write ``run.json`` atomically (a reader never sees half a file) as ``run_info_text``.
+    An OSError names run.json (a full disk too), and a half-written copy is removed."""
+    run_file = Path(folder) / RUN_FILE
+    text = run_info_text(info, str(run_file))
+    tmp = run_file.with_name(RUN_FILE + ".tmp")
+    with naming_file(run_file):
+        try:
+            tmp.write_text(text, "utf-8")
+            tmp.replace(run_file)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
+
+
+class RunSpecError(ConfigError):
+    """A run.json field that cannot be used, named with its file."""
+
+
+def read_run_file(run_file: Path) -> dict[str, Any]:
+    """``run.json``'s content; RunSpecError naming the file when it is not JSON (cut short,
+    not UTF-8) or not an object."""
+    try:
+        data = json.loads(run_file.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: JSON, long ints
+        raise RunSpecError(f"{run_file}: cannot be read as JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise RunSpecError(f"{run_file}: must hold an object, got {type(data).__name__}")
+    return data
+
+
+@dataclass(frozen=True)
+class _Record:
+    """A section of run.json: known keys as typed fields, the keys it lacked (``absent``, never
+    written back) and keys this version does not know (``extra``, written back as they were)."""
+
+    CONVERT: ClassVar[dict[str, Any]] = {}  # field -> its value from run.json's
+    KEYS: ClassVar[dict[str, str]] = {}  # field -> its run.json key, where they differ
+
+    absent: frozenset[str] = field(default=frozenset(), kw_only=True, repr=False)
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True, repr=False)
+
+    @classmethod
+    def _keys(cls) -> dict[str, str]:
+        """field -> run.json key, for every field that is written."""
+        return {
+            f.name: cls.KEYS.get(f.name, f.name)
+            for f in dataclasses.fields(cls)
+            if f.name not in ("absent", "extra") and f.metadata.get("written", True)
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str, section: str) -> Any:
+        if not isinstance(data, dict):
+            what = f"field {section!r}" if section else "it"
+            raise RunSpecError(f"{where}: {what} must be an object, got {type(data).__name__}")
+        keys = cls._keys()
+        values = {}
+        for name, key in keys.items():
+            if key in data:
+                convert = cls.CONVERT.get(name) or _checked(*field_checks(cls)[name])
+                label = f"{section}.{key}" if section else key
+                try:
+                    values[name] = convert(data[key], where, label)
+                except RunSpecError:
+                    raise
+                except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                    if str(exc).startswith(f"{where}: "):  # it names the file already
+                        raise RunSpecError(str(exc)) from None
+                    raise RunSpecError(f"{where}: field {label!r}: {exc}") from None
+        absent = frozenset(n for n, k in keys.items() if k not in data)
+        extra = {k: v for k, v in data.items() if k not in keys.values()}
+        try:
+            return cls(**values, absent=absent, extra=extra)
+        except TypeError as exc:  # a required key is missing
+            raise RunSpecError(f"{where}: field {section!r}: {exc}") from None
+
+    def to_json(self) -> dict[str, Any]:
+        keys = self._keys()
+        out = {k: _plain(getattr(self, n)) for n, k in keys.items() if n not in self.absent}
+        out.update(self.extra)
+        return out
+
+
+def _plain(value: Any) -> Any:
+    """A field as run.json holds it."""
+    if isinstance(value, ModelSpec):
+        return str(value)
+    if isinstance(value, Price):
+        return price_dict(value)
+    if isinstance(value, _Record | RunConfig | MemorySpec):
+        return _plain(value.to_json()) if not isinstance(value, _Record) else value.to_json()
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _checked(check: Any, annotation: str) -> Any:
+    """A converter taking a value as it is when it is of its field's type (``accepts``)."""
+
+    def convert(value: Any, where: str, label: str) -> Any:
+        if not check(value):
+            raise ValueError(f"must be {annotation}, got {json.dumps(value)[:40]}")
+        return value
+
+    return convert
+
+
+def _judge(data: Any, where: str, label: str) -> dict[str, Any] | None:
+    """run.json's ``judge`` as recorded (null: no judge), with what readers take from it
+    checked: the model, runs, temperature, and each grading prompt's label."""
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise ValueError(f"must be an object, got {type(data).__name__}")
+    for key, annotation in (("model", str), ("runs", int), ("temperature", float)):
+        if key in data and not accepts(annotation)(data[key]):
+            raise ValueError(f"{key!r} must be {annotation.__name__}, got {data[key]!r}")
+    prompts = data.get("prompts")
+    if prompts is not None and not (
+        isinstance(prompts, list)
+        and all(isinstance(p, dict) and isinstance(p.get("label"), str) for p in prompts)
+    ):
+        raise ValueError("'prompts' must be a list of objects, each with a string 'label'")
+    return data
+
+
+def _model(text: Any, where: str, label: str) -> ModelSpec:
+    return ModelSpec.parse(text)
+
+
+def _section(kind: Any) -> Any:
+    """A converter reading a nested section as ``kind``."""
+    return lambda data, where, label: kind.from_json(data, where, label)
+
+
+def _price(data: Any, where: str, label: str) -> Price:
+    if not isinstance(data, dict):
+        raise ValueError(f"must be an object, got {type(data).__name__}")
+    return Price(**data)
+
+
+def _memory_specs(items: Any, where: str, label: str) -> tuple[MemorySpec, ...]:
+    """Memory specs as recorded (checked against their factories only on resume)."""
+    if not isinstance(items, list) or not all(isinstance(x, dict) for x in items):
+        raise ValueError("must be a list of objects")
+    return tuple(
+        MemorySpec(d["name"], dict(d.get("params") or {}), d["label"], d.get("source"))
+        for d in items
+    )
+
+
+@dataclass(frozen=True)
+class DialogueEntry(_Record):
+    """A dialogue of the run: its id, file and content hash (checked on resume)."""
+
+    id: str
+    source: str | None = None
+    sha256: str | None = None
+    language: str | None = None
+    turns: int | None = None
+    probes: int | None = None
+
+    @classmethod
+    def of(cls, dialogue: Dialogue) -> DialogueEntry:
+        return cls(
+            dialogue.id,
+            dialogue.source,
+            dialogue.content_hash,
+            dialogue.language,
+            len(dialogue.turns),
+            len(dialogue.probes),
+        )
+
+
+@dataclass(frozen=True)
+class RoleModel(_Record):
+    """The model string serving a memory model role and the name it resolved to."""
+
+    CONVERT: ClassVar[dict[str, Any]] = {"spec": _model}
+
+    spec: ModelSpec
+    model: str
+
+
+@dataclass(frozen=True)
+class ModelRecord(_Record):
+    """run.json's ``models``: the models the run executed (offline stand-ins in a dry run)."""
+
+    CONVERT: ClassVar[dict[str, Any]] = {
+        "llm": _model,
+        "memory_llm": _model,
+        "embeddings": _model,
+        "roles": lambda d, where, label: {
+            r: RoleModel.from_json(v, where, f"{label}.{r}") for r, v in d.items()
+        },
+    }
+
+    llm: ModelSpec = ModelSpec(OFFLINE)
+    llm_model: str | None = None
+    llm_params: dict[str, Any] = field(default_factory=dict)
+    memory_llm: ModelSpec = ModelSpec(OFFLINE)
+    memory_llm_model: str | None = None
+    memory_llm_params: dict[str, Any] = field(default_factory=dict)
+    roles: dict[str, RoleModel] = field(default_factory=dict)
+    embeddings: ModelSpec = ModelSpec(OFFLINE)
+    embeddings_model: str | None = None
+    reader_embeddings: str | None = None
+    base_url: str | None = None
+    tokenizer: str | None = None
+
+
+@dataclass(frozen=True)
+class Pricing(_Record):
+    """The price table entries the estimate uses (US dollars per million tokens)."""
+
+    CONVERT: ClassVar[dict[str, Any]] = {"llm": _price, "embeddings": _price}
+
+    llm_model: str | None = None
+    embeddings_model: str | None = None
+    llm: Price | None = None
+    embeddings: Price | None = None
+    source: str | None = None
+    note: str | None = None
+
+
+def _records(kind: Any) -> Any:
+    def convert(items: Any, where: str, label: str) -> tuple:
+        if not isinstance(items, list):
+            raise ValueError(f"must be a list, got {type(items).__name__}")
+        return tuple(kind.from_json(x, where, f"{label}[{n}]") for n, x in enumerate(items))
+
+    return convert
+
+
+def _strings(items: Any, where: str, label: str) -> tuple[str, ...]:
+    if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+        raise ValueError("must be a list of strings")
+    return tuple(items)
+
+
+def _list(items: Any, where: str, label: str) -> tuple:
+    if not isinstance(items, list):
+        raise ValueError(f"must be a list, got {type(items).__name__}")
+    return tuple(items)
+
+
+@dataclass(frozen=True)
+class RunSpec(_Record):
+    """Everything that shaped a run's numbers, and how the run stands (``status``...).
+
+    ``config`` is the configuration as recorded (requested models, absolute grading prompts);
+    ``run_config`` is the one executing (with a resume's ``overrides``), ``effective`` the one
+    the models are built from (a dry run's offline stand-ins).
+    """
+
+    CONVERT: ClassVar[dict[str, Any]] = {
+        "config": lambda data, where, label: RunConfig.from_json(data, where),
+        "memory_specs": _memory_specs,
+        "memories": _strings,
+        "dialogue_sources": _strings,
+        "dialogues": _records(DialogueEntry),
+        "resources": _strings,
+        "models": _section(ModelRecord),
+        "pricing": _section(Pricing),
+        "argv": _list,
+        "errors": _list,
+        "resume_history": _list,
+        "judge": _judge,
+    }
+    KEYS: ClassVar[dict[str, str]] = {"resume_history": "resumed"}
+
+    run_id: str | None = None
+    started: str | None = None
+    status: str = "running"
+    argv: tuple[str, ...] = ()
+    config: RunConfig = field(default_factory=RunConfig)
+    memories: tuple[str, ...] = ()
+    memory_specs: tuple[MemorySpec, ...] = ()
+    dialogue_sources: tuple[str, ...] = ()
+    dialogues: tuple[DialogueEntry, ...] = ()
+    resources: tuple[str, ...] = ()  # names only: values are never written
+    models: ModelRecord = field(default_factory=ModelRecord)
+    prompt_template: str | None = None
+    answer_style: str | None = None
+    mode: str | None = None
+    cache_dir: str | None = None
+    judge: dict[str, Any] | None = None
+    concurrency: int | None = None
+    dry_run: dict[str, str] | None = None
+    context_limit: int | None = None  # the tokens a prompt may hold (None: no limit)
+    context_limit_source: str | None = None  # given, model, none, unknown (windows.SOURCES)
+    jobs: int | None = None
+    pricing: Pricing = field(default_factory=Pricing)
+    packages: dict[str, str] = field(default_factory=dict)
+    python: str | None = None
+    platform: str | None = None
+    config_sha256: dict[str, str] | None = None
+    finished: str | None = None
+    failed_cells: int | None = None
+    errors: tuple[dict[str, Any], ...] = ()
+    resume_history: tuple[dict[str, Any], ...] = ()  # run.json's "resumed": one entry a resume
+    # never written
+    max_retries: int = field(default=ClientSettings.max_retries, metadata=_UNWRITTEN)
+    resource_values: dict[str, str] = field(default_factory=dict, metadata=_UNWRITTEN, repr=False)
+    overrides: dict[str, Any] = field(default_factory=dict, metadata=_UNWRITTEN)
+    folder: str | None = field(default=None, metadata=_UNWRITTEN)
+    resuming: bool = field(default=False, metadata=_UNWRITTEN)
+    dialogue_set: tuple[Dialogue, ...] = field(
+        default=(), metadata=_UNWRITTEN, repr=False, compare=False
+    )
+
+    # -- reading ------------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, folder: str | Path, *, max_retries: int | None = None) -> RunSpec:
+        """``folder/run.json`` (FileNotFoundError without one, RunSpecError naming the file and
+        the field when it is unusable); ``max_retries`` unset: ``MEMORY_LAB_MAX_RETRIES``."""
+        run_file = Path(folder) / RUN_FILE
+        if not run_file.exists():
+            raise FileNotFoundError(f"{folder}: no {RUN_FILE}")
+        data = read_run_file(run_file)
+        retries = ClientSettings.from_env().max_retries if max_retries is None else max_retries
+        spec = cls.read(data, str(run_file))
+        return dataclasses.replace(spec, folder=str(folder), max_retries=retries)
+
+    @classmethod
+    def read(cls, data: Any, where: str = RUN_FILE) -> RunSpec:
+        """A spec from run.json's content (``where`` names it in errors)."""
+        if not isinstance(data, dict):
+            raise RunSpecError(f"{where}: must hold an object, got {type(data).__name__}")
+        return cls.from_json(data, where, "")
+
+    def require(self, *fields: str) -> None:
+        """RunSpecError naming the first of ``fields`` the file lacks."""
+        for name in fields:
+            if name in self.absent:
+                raise RunSpecError(f"{self.run_file}: lacks the field {name!r}")
+
+    @property
+    def run_file(self) -> str:
+        return str(Path(self.folder) / RUN_FILE) if self.folder else RUN_FILE
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def save(self, folder: str | Path | None = None) -> None:
+        """Write ``run.json`` atomically, redacted (``write_run_info``)."""
+        target = Path(folder if folder is not None else self.folder)
+        write_run_info(target, self.to_json())
+
+    def replace(self, **changes: Any) -> RunSpec:
+        """A copy with ``changes``; a field given is written even if the file lacked it."""
+        return dataclasses.replace(self, **changes, absent=self.absent - changes.keys())
+
+    def without(self, *names: str) -> RunSpec:
+        """A copy that no longer writes ``names`` (e.g. a resumed run's old ``errors``)."""
+        return dataclasses.replace(self, absent=self.absent | set(names))
+
+    def resumed(
+        self,
+        *,
+        jobs: int | None = None,
+        concurrency: int | None = None,
+        executor: str | None = None,
+        ray_address: str | None = None,
+        resources: dict[str, str] | None = None,
+        base_url: str | None = None,
+    ) -> RunSpec:
+        """The spec a ``--resume`` of this run executes: the recorded configuration, memories
+        (checked against their factories: never today's defaults) and dialogues (checked against
+        their content hashes), with only the options a resume may change. ValueError naming
+        the file when the run cannot be resumed as recorded."""
+        where = self.run_file
+        self.require("config", "memory_specs", "dialogue_sources", "dialogues")
+        if not self.dialogue_sources:
+            raise RunSpecError(f"{where}: records no dialogue sources; cannot resume")
+        check_config(self.to_json(), Path(where))
+        overrides: dict[str, Any] = {}
+        url = resume_base_url(self.config.base_url, base_url, where)
+        if url != self.config.base_url:
+            overrides["base_url"] = url
+        check_judge_prompts(self, where)
+        changes = {k: v for k, v in (("jobs", jobs), ("concurrency", concurrency)) if v is not None}
+        if changes:
+            overrides.update({"jobs": 1, "concurrency": 1, **changes})
+        if executor is not None or ray_address is not None:
+            overrides["executor"] = executor or ("ray" if ray_address else self.config.executor)
+            overrides["ray_address"] = ray_address
+        self.config.replace(**overrides)  # ConfigError now for a combination it refuses
+        memories = tuple(spec_from_json(m.to_json()) for m in self.memory_specs)
+        dialogues = load_dialogues(*self.dialogue_sources)
+        check_dialogues(self, dialogues)
+        missing = sorted(set(self.resources) - set(resources or {}))
+        if missing:
+            raise ValueError(
+                f"{self.folder}: the run used resource(s) {', '.join(missing)}; pass them again "
+                "with --resource NAME=VALUE (they are never written to run.json)"
+            )
+        return dataclasses.replace(
+            self,
+            memory_specs=memories,
+            overrides=overrides,
+            resource_values=dict(resources or {}),
+            resuming=True,
+            dialogue_set=tuple(dialogues),
+        )
+
+    # -- what runs ----------------------------------------------------------------------------
+
+    @property
+    def run_config(self) -> RunConfig:
+        """The configuration executing: the recorded one with a resume's changes."""
+        return self.config.replace(**self.overrides) if self.overrides else self.config
+
+    @property
+    def effective(self) -> RunConfig:
+        """The configuration the models are built from (every model offline in a dry run)."""
+        config = self.run_config
+        return config.offline_stand_ins() if config.dry_run else config
+
+    @property
+    def client(self) -> ClientSettings:
+        """How this run's provider clients behave (request timeout, retries)."""
+        return ClientSettings(self.run_config.request_timeout, self.max_retries)
+
+    @property
+    def reader_model(self) -> ModelSpec:
+        """The answering model the run executed (``models.llm``; the config's when absent)."""
+        return self.models.llm if "llm" not in self.models.absent else self.config.model("reader")
+
+    @property
+    def context_limit_text(self) -> str | None:
+        """The run's context limit in words (``windows.describe``); None when run.json records
+        neither the limit nor its source (a run from before either was recorded)."""
+        if "context_limit" in self.absent and "context_limit_source" in self.absent:
+            return None
+        absent = "context_limit_source" in self.absent
+        return describe(
+            self.context_limit, None if absent else self.context_limit_source, self.config.llm
+        )
+
+    @property
+    def judge_model(self) -> ModelSpec | None:
+        """The grading model (``judge.model``), None without a judge."""
+        model = (self.judge or {}).get("model")
+        return None if model is None else ModelSpec.parse(model)
+
+    def for_workers(self) -> RunSpec:
+        """The spec a worker process or Ray task receives: cells carry their dialogues, and the
+        folder is named absolutely (``work_dir`` of the run's models)."""
+        folder = str(Path(self.folder).resolve()) if self.folder else None
+        return dataclasses.replace(self, dialogue_set=(), folder=folder)
+
+
+def check_dialogues(spec: RunSpec, dialogues: list[Dialogue]) -> None:
+    """ValueError naming the dialogues whose content changed since the run started."""
+    recorded = {d.id: d.sha256 for d in spec.dialogues}
+    current = {d.id: d.content_hash for d in dialogues}
+    if current != recorded:
+        changed = sorted(
+            k for k in recorded.keys() | current.keys() if recorded.get(k) != current.get(k)
+        )
+        raise ValueError(
+            f"{spec.folder}: dialogues changed since the run started: {', '.join(changed)}"
+        )
+
+
+def check_judge_prompts(spec: RunSpec, where: str) -> None:
+    """ValueError if a grading prompt file changed since the run started."""
+    from memory_lab.scoring.judge import judge_templates
+
+    recorded = [p["sha256"] for p in ((spec.judge or {}).get("prompts") or [])]
+    config = spec.config
+    if config.judge is None or not recorded:
+        return
+    for template, sha in zip(judge_templates(config.judge_prompts), recorded, strict=False):
+        if template.sha256 != sha:
+            raise ValueError(f"{where}: judge prompt {template.file} changed since the run started")
+
+
+def resume_base_url(recorded: str | None, given: str | None, where: str) -> str | None:
+    """The base URL a resumed run uses: the recorded one, or the same URL given again.
+
+    run.json records a base URL with its credentials redacted, so such a run resumes only with
+    the full URL given again (``given``, else ``OPENAI_BASE_URL``); a URL given that is not the
+    recorded one (a different server) is refused, with a one-line ValueError.
+    """
+    if given is None and has_redacted_credentials(recorded):
+        given = os.environ.get("OPENAI_BASE_URL") or None
+        if given is None:
+            raise ValueError(
+                f"{where}: the run's base URL {recorded} had credentials, which are never "
+                "written; pass it again with --base-url URL (or set OPENAI_BASE_URL)"
+            )
+    if given is None:
+        return recorded
+    if redact(given, known=False) != redact(recorded or "", known=False):
+        raise ValueError(
+            f"{where}: the run used the base URL {recorded or '(none given)'}, not "
+            f"{redact(given)}; a resumed run keeps its provider"
+        )
+    return given

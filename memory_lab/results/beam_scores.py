@@ -1,0 +1,567 @@
+"""BEAM's own scores (docs/beam.md), as its ``src/evaluation/compute_metrics.py`` computes them.
+
+- **Rubric judge.** Every rubric item of a question is graded by a judge model with BEAM's
+  ``unified_llm_judge_base_prompt`` (``<rubric_item>`` and ``<llm_response>`` replaced, in that
+  order): its JSON output's ``score`` (1, 0.5 or 0) is read as the reference reads it
+  (``parse_judge_output``) and the question's score is the mean over its items.
+- **Event ordering** is scored by Kendall's τ-b, normalised to [0, 1]: the reply's lines are
+  aligned to the rubric's items by the judge's YES/NO equivalence (the first unused item that is
+  equivalent replaces the line), both lists become ranks over their union (an item missing from
+  a list is tied last) and τ-b is computed with ties (``kendall_tau_b``, as
+  ``scipy.stats.kendalltau(variant="b")``). Undefined τ (a constant ranking) is NaN, as there.
+- **Per ability**: BEAM's report averages each ability's questions per conversation, then the
+  conversations: the judge mean, except for event ordering, where it is the normalised τ-b.
+
+Two protocols. ``reference`` reproduces the reference code's quirks: ``<question>`` is never
+substituted into the judge prompt, and ``int(score)`` turns 0.5 into 0 (event ordering's judge
+mean uses ``float``, as there). ``corrected`` substitutes the question and keeps 0.5.
+
+BEAM's repository has no licence, so its prompt texts are not bundled: ``load_beam_prompts``
+reads them from the user's BEAM copy (``src/prompts.py`` and ``src/evaluation/
+compute_metrics.py``), parsing the Python source without running it.
+
+With the offline judge (``OfflineBeamGrader``) only rubric items whose nugget is a short value
+(``LLM response should state: March 29``) are graded, by the project's answer matching; the rest
+are *ungraded*, not zero, and a question with no graded item has no score. Its τ-b alignment
+counts a line as equivalent to an item when the item's text is found in it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memory_lab.dialogue.importers.beam import ABILITIES, VALUE_NUGGET
+from memory_lab.text.limits import InputError, ReadBudget, decode
+from memory_lab.text.normalize import contains_answer
+
+PROTOCOLS = ("reference", "corrected")
+JUDGE_PROMPT_NAME = "unified_llm_judge_base_prompt"
+PROMPTS_FILE = Path("src") / "prompts.py"
+METRICS_FILE = Path("src") / "evaluation" / "compute_metrics.py"
+_PROMPT_READ_LIMIT = 8 * 1024 * 1024  # prompts.py is about 0.6 MB
+_PLACEHOLDER = re.compile(r"<question>|<rubric_item>|<llm_response>")
+_MAX_VALUE_WORDS = 6
+
+
+class BeamPromptError(ValueError):
+    """BEAM's prompt texts cannot be read from the copy given: one line naming the file."""
+
+
+@dataclass(frozen=True)
+class BeamPrompts:
+    """BEAM's judge prompt, and the system message and user template of its equivalence check
+    (``{first}`` and ``{second}`` in the template stand for the two snippets)."""
+
+    judge: str
+    equivalence_system: str
+    equivalence_user: str
+    source: str
+
+    def equivalence_messages(self, first: str, second: str) -> list[dict[str, str]]:
+        values = {"{first}": first, "{second}": second}
+        user = re.sub(r"\{first\}|\{second\}", lambda m: values[m.group()], self.equivalence_user)
+        return [
+            {"role": "system", "content": self.equivalence_system},
+            {"role": "user", "content": user},
+        ]
+
+
+def find_beam_copy(start: Path) -> Path | None:
+    """The BEAM repository folder holding ``src/prompts.py`` at ``start`` or above it."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / PROMPTS_FILE).is_file():
+            return folder
+    return None
+
+
+def _source(path: Path) -> ast.Module:
+    try:
+        text = decode(ReadBudget(_PROMPT_READ_LIMIT).read_file(path))
+        return ast.parse(text, filename=str(path))
+    except InputError as exc:
+        raise BeamPromptError(f"{path}: {exc}") from None
+    except (SyntaxError, ValueError) as exc:
+        raise BeamPromptError(f"{path}: not readable Python: {exc}") from None
+
+
+def _judge_text(path: Path) -> str:
+    for node in _source(path).body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == JUDGE_PROMPT_NAME for t in node.targets)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            return node.value.value
+    raise BeamPromptError(f"{path}: no {JUDGE_PROMPT_NAME} string in it")
+
+
+def _equivalence_texts(path: Path) -> tuple[str, str]:
+    """The system message and the user template of ``llm_equivalence``."""
+    fn = next(
+        (
+            n
+            for n in ast.walk(_source(path))
+            if isinstance(n, ast.FunctionDef) and n.name == "llm_equivalence"
+        ),
+        None,
+    )
+    found: dict[str, str] = {}
+    for node in ast.walk(fn) if fn else ():
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)):
+            continue
+        name = node.targets[0].id if isinstance(node.targets[0], ast.Name) else ""
+        for key, value in zip(node.value.keys, node.value.values, strict=True):
+            if isinstance(key, ast.Constant) and key.value == "content":
+                found[name] = _template(value)
+    if "system_msg" not in found or "user_msg" not in found:
+        raise BeamPromptError(f"{path}: no llm_equivalence system_msg and user_msg in it")
+    return found["system_msg"], found["user_msg"]
+
+
+def _template(node: ast.expr) -> str:
+    """A string literal, or an f-string with its two snippets as ``{first}`` and ``{second}``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    names = {"first_paragraph": "{first}", "second_paragraph": "{second}"}
+    parts = []
+    for part in node.values if isinstance(node, ast.JoinedStr) else [None]:
+        if isinstance(part, ast.Constant):
+            parts.append(str(part.value))
+        elif isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name):
+            parts.append(names.get(part.value.id, ""))
+        else:
+            return ""
+    return "".join(parts)
+
+
+def load_beam_prompts(folder: Path) -> BeamPrompts:
+    """BEAM's prompts from the copy at ``folder`` (the repository, or a folder inside it such as
+    ``chats/``); BeamPromptError (one line) when there is none."""
+    root = find_beam_copy(Path(folder))
+    if root is None:
+        raise BeamPromptError(
+            f"{folder}: no BEAM copy with {PROMPTS_FILE} here or above (BEAM's judge prompt is "
+            "not bundled: its repository has no licence; name your copy with --beam-copy)"
+        )
+    metrics = root / METRICS_FILE
+    if not metrics.is_file():
+        raise BeamPromptError(f"{metrics}: missing (BEAM's equivalence prompt is read from it)")
+    system, user = _equivalence_texts(metrics)
+    return BeamPrompts(_judge_text(root / PROMPTS_FILE), system, user, str(root))
+
+
+def judge_prompt(template: str, question: str, item: str, reply: str, protocol: str) -> str:
+    """The judge prompt of one rubric item. ``reference``: ``<rubric_item>`` then
+    ``<llm_response>`` replaced as the reference does (``<question>`` left in); ``corrected``: all
+    three replaced in one pass (a value holding a placeholder is not replaced again)."""
+    if protocol == "reference":
+        return template.replace("<rubric_item>", item).replace("<llm_response>", reply)
+    values = {"<question>": question, "<rubric_item>": item, "<llm_response>": reply}
+    return _PLACEHOLDER.sub(lambda m: values[m.group()], template)
+
+
+def parse_judge_output(text: str) -> Any:
+    """The judge's JSON as the reference's ``parse_json_response`` reads it (a fenced block, the
+    whole text, or the first ``{...}``/``[...]``); where the reference would fall back to
+    ``json_repair``, a ``"score": N`` is read; None when nothing can be read."""
+    response = text.strip()
+    if response.startswith("```"):
+        m = re.search(r"```(?:json)?\s*(\[.*\]|\{.*\})\s*```", response, re.DOTALL)
+        if m:
+            response = m.group(1).strip()
+    try:
+        return json.loads(response)
+    except json.JSONDecodeError:
+        pass
+    m = re.search(r"(\{.*?\}|\[.*?\])", response, re.DOTALL)
+    if m:
+        try:
+            return json.loads(m.group(1))
+        except json.JSONDecodeError:
+            pass
+    m = re.search(r"""["']?score["']?\s*:\s*["']?(-?[0-9]+(?:\.[0-9]+)?)""", text)
+    return {"score": float(m.group(1))} if m else None
+
+
+def item_score(parsed: Any, protocol: str, ability: str) -> float | None:
+    """A rubric item's score from the parsed judge output: ``int`` as the reference reads it
+    (0.5 -> 0), except event ordering's ``float``; ``corrected`` keeps it as it is."""
+    if not isinstance(parsed, dict) or "score" not in parsed:
+        return None
+    try:
+        value = float(parsed["score"])
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(value):
+        return None
+    if protocol == "reference" and ability != "event_ordering":
+        return float(int(value))
+    return value
+
+
+def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
+    """Kendall's τ-b of two rankings with ties (``scipy.stats.kendalltau``'s ``variant="b"``):
+    (concordant - discordant) / sqrt((pairs - ties in x) (pairs - ties in y)); NaN when either
+    ranking is constant, clipped to [-1, 1]."""
+    n = len(x)
+    total = n * (n - 1) // 2
+    con = dis = x_ties = y_ties = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            dx, dy = x[i] - x[j], y[i] - y[j]
+            x_ties += dx == 0
+            y_ties += dy == 0
+            if dx * dy > 0:
+                con += 1
+            elif dx * dy < 0:
+                dis += 1
+    if x_ties == total or y_ties == total:
+        return math.nan
+    tau = (con - dis) / math.sqrt(total - x_ties) / math.sqrt(total - y_ties)
+    return min(1.0, max(-1.0, tau))
+
+
+def align(
+    reference: list[str], system: list[str], equivalent: Callable[[str, str], bool]
+) -> list[str]:
+    """The reply's items with each replaced by the first unused reference item the judge finds
+    equivalent (``equivalent(reference_item, reply_item)``), as the reference's
+    ``align_with_llm``."""
+    used: set[int] = set()
+    out = []
+    for s in system:
+        matched = None
+        for index, r in enumerate(reference):
+            if index not in used and equivalent(r, s):
+                matched = index
+                break
+        if matched is None:
+            out.append(s)
+        else:
+            out.append(reference[matched])
+            used.add(matched)
+    return out
+
+
+def event_ordering_score(
+    reference: list[str], system: list[str], equivalent: Callable[[str, str], bool]
+) -> dict[str, float]:
+    """Precision, recall, F1, normalised τ-b and their product, as ``event_ordering_score``."""
+    canon = align(reference, system, equivalent)
+    tp = len(set(reference) & set(canon))
+    fp = len([x for x in canon if x not in reference])
+    fn = len([x for x in reference if x not in canon])
+    precision = tp / (tp + fp) if tp + fp else 0
+    recall = tp / (tp + fn) if tp + fn else 0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0
+    union = list(dict.fromkeys(reference + canon))
+    tie_rank = len(union) + 1
+
+    def ranks(seq: list[str]) -> list[int]:
+        r = {item: i + 1 for i, item in enumerate(seq)}
+        return [r.get(u, tie_rank) for u in union]
+
+    tau_norm = (kendall_tau_b(ranks(reference), ranks(canon)) + 1) / 2
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "tau_norm": tau_norm,
+        "final_score": tau_norm * f1,
+    }
+
+
+@dataclass(frozen=True)
+class ItemGrade:
+    """One rubric item: its score (None: ungraded or unreadable), how, and the judge's output."""
+
+    item: str
+    score: float | None
+    how: str  # "judge", "match" (offline answer matching), "ungraded" or "unreadable"
+    raw: str = ""
+
+
+@dataclass(frozen=True)
+class QuestionScore:
+    """A question's BEAM scores under one protocol. ``score`` is what BEAM's report averages:
+    ``tau_norm`` for event ordering, ``judge_score`` otherwise; None when nothing was graded."""
+
+    ability: str
+    protocol: str
+    judge_score: float | None
+    tau_norm: float | None
+    grades: tuple[ItemGrade, ...]
+
+    @property
+    def score(self) -> float | None:
+        return self.tau_norm if self.ability == "event_ordering" else self.judge_score
+
+    @property
+    def graded(self) -> int:
+        return sum(g.score is not None for g in self.grades)
+
+
+class LLMBeamGrader:
+    """A judge model (a LangChain chat model) with BEAM's prompts: one call per rubric item,
+    one per (reply line, reference item) pair of the equivalence alignment."""
+
+    def __init__(self, model: Any, prompts: BeamPrompts):
+        self.model = model
+        self.prompts = prompts
+        self.aligns = True
+
+    def grade(self, prompt: str, item: str, reply: str, ability: str) -> tuple[Any, str, str]:
+        raw = _content(self.model.invoke(prompt)).strip()
+        parsed = parse_judge_output(raw)
+        return parsed, ("judge" if parsed is not None else "unreadable"), raw
+
+    def equivalent(self, first: str, second: str) -> bool:
+        messages = self.prompts.equivalence_messages(first, second)
+        return "yes" in _content(self.model.invoke(messages)).lower()
+
+
+def value_of(item: str, ability: str) -> str | None:
+    """The value of a rubric item that states a short value (``should state: March 29``)."""
+    m = VALUE_NUGGET.match(item)
+    if not m or ability in ("abstention", "contradiction_resolution"):
+        return None
+    value = m.group(1).strip().strip("'\"").rstrip(".")
+    return value if value and len(value.split()) <= _MAX_VALUE_WORDS else None
+
+
+class OfflineBeamGrader:
+    """No judge model: value nuggets graded by answer matching (1 or 0), the rest ungraded;
+    no equivalence alignment, so event ordering's τ-b is ungraded."""
+
+    aligns = False
+
+    def grade(self, prompt: str, item: str, reply: str, ability: str) -> tuple[Any, str, str]:
+        value = value_of(item, ability)
+        if value is None:
+            return None, "ungraded", ""
+        return {"score": 1.0 if contains_answer(reply, value) else 0.0}, "match", ""
+
+    def equivalent(self, first: str, second: str) -> bool:  # pragma: no cover - never aligned
+        raise NotImplementedError
+
+
+def _content(message: Any) -> str:
+    content = getattr(message, "content", message)
+    if isinstance(content, list):
+        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    return str(content)
+
+
+def score_question(
+    ability: str,
+    question: str,
+    rubric: list[str],
+    reply: str,
+    grader: Any,
+    protocol: str,
+    template: str = "",
+) -> QuestionScore:
+    """One question's BEAM scores: every rubric item judged, their mean over graded items (all
+    of them with a judge model), and for event ordering the normalised τ-b of the reply's lines."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+    grades = []
+    for item in rubric:
+        prompt = judge_prompt(template, question, item, reply, protocol) if template else ""
+        parsed, how, raw = grader.grade(prompt, item, reply, ability)
+        score = item_score(parsed, protocol, ability) if parsed is not None else None
+        if parsed is not None and score is None:
+            how = "unreadable"
+        grades.append(ItemGrade(item, score, how, raw))
+    scores = [g.score for g in grades if g.score is not None]
+    tau = None
+    if ability == "event_ordering" and grader.aligns:
+        tau = event_ordering_score(rubric, reply.split("\n"), grader.equivalent)["tau_norm"]
+    judge = sum(scores) / len(scores) if scores else None
+    return QuestionScore(ability, protocol, judge, tau, tuple(grades))
+
+
+def ability_means(rows: Sequence[dict[str, Any]]) -> dict[tuple[str, str, str], float]:
+    """BEAM's report: per (memory, scale, ability), the mean over conversations of each
+    conversation's mean question score (questions without a score left out; NaN kept, as the
+    reference's mean would). ``rows`` have memory, scale, conversation, ability and score."""
+    per_conv: dict[tuple[str, str, str, str], list[float]] = {}
+    for r in rows:
+        if r["score"] is not None and r["ability"] in ABILITIES:
+            key = (r["memory"], r["scale"], r["ability"], r["conversation"])
+            per_conv.setdefault(key, []).append(float(r["score"]))
+    grouped: dict[tuple[str, str, str], list[float]] = {}
+    for (memory, scale, ability, _), values in per_conv.items():
+        grouped.setdefault((memory, scale, ability), []).append(sum(values) / len(values))
+    return {key: sum(v) / len(v) for key, v in grouped.items()}
+
+
+def score_run(
+    results_dir: str | Path, grader: Any, protocols: Sequence[str], template: str = ""
+) -> list[dict[str, Any]]:
+    """``score_probes`` of a results folder; ValueError when the run has no BEAM probe."""
+    from memory_lab.results.read import read_results
+
+    rows = score_probes(read_results(results_dir).probes, grader, protocols, template)
+    if not rows:
+        raise ValueError(f"{results_dir}: no BEAM probes in this run")
+    return rows
+
+
+def score_probes(
+    probes: Any, grader: Any, protocols: Sequence[str], template: str = ""
+) -> list[dict[str, Any]]:
+    """Every BEAM probe of a run's probe table scored under each protocol: one row per (probe,
+    protocol) with memory, scale, conversation, ability, probe, protocol, score, judge_score,
+    tau_norm, graded, items and the run's evidence_recall."""
+    rows = []
+    for _, p in probes.iterrows() if not probes.empty else ():
+        meta = p.get("probe_metadata")
+        if not isinstance(meta, dict) or meta.get("beam_ability") not in ABILITIES:
+            continue
+        rubric = [str(r) for r in meta.get("rubric") or []]
+        for protocol in protocols:
+            q = score_question(
+                meta["beam_ability"],
+                p["question"],
+                rubric,
+                p["reply"] or "",
+                grader,
+                protocol,
+                template,
+            )
+            rows.append(
+                {
+                    "memory": p["memory"],
+                    "scale": str(meta.get("beam_scale", "unknown")),
+                    "conversation": p["dialogue"],
+                    "ability": q.ability,
+                    "probe": p["probe_id"],
+                    "protocol": protocol,
+                    "score": q.score,
+                    "judge_score": q.judge_score,
+                    "tau_norm": q.tau_norm,
+                    "graded": q.graded,
+                    "items": len(q.grades),
+                    "evidence_recall": _number(p.get("evidence_recall")),
+                }
+            )
+    return rows
+
+
+def _number(value: Any) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(value) else value
+
+
+def table_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per memory, scale and ability (then ``mean``, over abilities, as BEAM's papers report
+    it; ``mean (k/10 abilities)`` when only k have a score): the BEAM score of each protocol
+    (None: nothing graded), the rubric items graded and the run's evidence recall (``recall``:
+    mean over probes with evidence; ``with_evidence``)."""
+    protocols = list(dict.fromkeys(r["protocol"] for r in rows))
+    means = {p: ability_means([r for r in rows if r["protocol"] == p]) for p in protocols}
+    out = []
+    for memory, scale in dict.fromkeys((r["memory"], r["scale"]) for r in rows):
+        mine = [
+            r
+            for r in rows
+            if (r["memory"], r["scale"], r["protocol"]) == (memory, scale, protocols[0])
+        ]
+        for ability in [*ABILITIES, "mean"]:
+            scores, scored = {}, 0
+            for p in protocols:
+                if ability == "mean":
+                    vals = [v for (m, s, _), v in means[p].items() if (m, s) == (memory, scale)]
+                    scores[p] = sum(vals) / len(vals) if vals else None
+                    scored = max(scored, len(vals))
+                else:
+                    scores[p] = means[p].get((memory, scale, ability))
+            these = [r for r in mine if ability == "mean" or r["ability"] == ability]
+            recalls = [r["evidence_recall"] for r in these if r.get("evidence_recall") is not None]
+            out.append(
+                {
+                    "memory": memory,
+                    "scale": scale,
+                    "ability": ability
+                    if ability != "mean" or scored == len(ABILITIES)
+                    else f"mean ({scored}/{len(ABILITIES)} abilities)",
+                    "scores": scores,
+                    "graded": sum(r["graded"] for r in these),
+                    "items": sum(r["items"] for r in these),
+                    "recall": sum(recalls) / len(recalls) if recalls else None,
+                    "with_evidence": len(recalls),
+                    "probes": len(these),
+                }
+            )
+    return out
+
+
+OFFLINE_LABEL = "OFFLINE: only value nuggets graded, by answer matching, the rest ungraded"
+
+
+def format_beam_table(rows: Sequence[dict[str, Any]], judge: str) -> str:
+    """``table_rows`` as text: per memory and scale, each ability's BEAM score under each
+    protocol (percent), the rubric items graded and the run's evidence recall; then the
+    published figures at the run's scales."""
+    protocols = list(dict.fromkeys(r["protocol"] for r in rows))
+    label = f"; {OFFLINE_LABEL}" if judge == "offline" else ""
+    lines = [f"BEAM scores ({judge} judge; {', '.join(protocols)} protocol{label})"]
+    head = "".join(f"{p:>11}" for p in protocols)
+    for t in table_rows(rows):
+        if t["ability"] == ABILITIES[0]:
+            lines.append(f"\n  {t['memory']} @ {t['scale']}")
+            lines.append(
+                f"    {'ability':26}{head}  graded items  evidence recall (probes with it)"
+            )
+        body = "".join(f"{_pct(v, 10):>11}" for v in t["scores"].values())
+        graded = f"{t['graded']}/{t['items']}"
+        recall = f"{_pct(t['recall'], 5)} ({t['with_evidence']}/{t['probes']})"
+        lines.append(f"    {t['ability']:26}{body}  {graded:>12}  {recall}")
+    lines += published_lines(sorted({r["scale"] for r in rows}, key=_scale_order))
+    return "\n".join(lines)
+
+
+def _pct(value: float | None, width: int) -> str:
+    return "—".rjust(width) if value is None else f"{100 * value:{width - 1}.1f}%"
+
+
+def _scale_order(scale: str) -> int:
+    from memory_lab.dialogue.importers.beam import SCALES
+
+    return SCALES.index(scale) if scale in SCALES else len(SCALES)
+
+
+def published_rows(scales: Sequence[str]) -> list[dict[str, Any]]:
+    """The bundled published BEAM figures (``memory_lab.results.published.published_beam``) at
+    ``scales``."""
+    from memory_lab.results.published import published_beam
+
+    return [r for r in published_beam()["rows"] if r["scale"] in scales]
+
+
+def published_lines(scales: Sequence[str]) -> list[str]:
+    """Published BEAM figures of other systems at ``scales``, labelled as such."""
+    lines = [
+        "\n  Published BEAM figures of other systems (vendors' own numbers, other answering "
+        "models, judges and protocols; not comparable digit for digit):"
+    ]
+    for scale in scales:
+        rows = published_rows([scale])
+        if not rows:
+            lines.append(f"    {scale}: none published in memory_lab/data/published_beam.json")
+        for r in rows:
+            lines.append(f"    {scale}: {r['system']:36} {r['score']:5.1f}%  {r['source']}")
+    return lines

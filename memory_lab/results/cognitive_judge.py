@@ -1,0 +1,242 @@
+"""LoCoMo-Plus's Cognitive judge: its prompt, its 1 / 0.5 / 0 scale and its aggregation, as the
+reference's ``evaluation_framework/task_eval/llm_as_judge.py`` does them.
+
+The prompt is not bundled: Locomo-Plus ships without a licence, so it is read from the user's
+checkout (``evaluation_framework/task_eval/prompt.py``, parsed, never run): the ``Cognitive``
+entry of ``PROMPT_TEMPLATES`` filled with the reply (``{pred}``) and the cue (``{evidence}``, the
+probe metadata's ``judge_evidence``; no ``{gold}``: there is no reference answer), then
+prefixed with ``CONV_START_PROMPT`` for speakers A and B, as the reference's ``call_llm`` sends
+it. The judge's output is read by ``parse_judge_response`` (a ``label``/``reason`` JSON object,
+else JSON, else the first of the words correct / wrong / partial found, in that order, so
+"incorrect" reads as correct, as in the reference); ``correct`` scores 1, ``partial`` 0.5 and
+anything else 0. ``summarize`` aggregates as the reference's ``_compute_summary``: total, mean
+and per-category means, rounded as it rounds (2 and 4 decimals).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from memory_lab.text.limits import InputError, ReadBudget
+
+PROMPT_FILE = "evaluation_framework/task_eval/prompt.py"  # in a Locomo-Plus checkout
+MAX_PROMPT_FILE_BYTES = 256 * 1024
+CATEGORY = "Cognitive"  # the reference's name for the category
+LABEL_TO_SCORE = {"correct": 1.0, "partial": 0.5, "wrong": 0.0}
+JUDGE_MAX_TOKENS = 512  # the reference judge's --max-tokens default (temperature 0)
+_JSON_LABEL = re.compile(
+    r'\{[^{}]*"label"\s*:\s*["\']([^"\']+)["\'][^{}]*"reason"\s*:\s*["\']([^"\']*)["\']', re.DOTALL
+)
+
+
+class CognitiveJudgeError(ValueError):
+    """The Cognitive judge's prompt cannot be read: one line naming the file and the field."""
+
+
+@dataclass(frozen=True)
+class CognitivePrompt:
+    """The Cognitive grading prompt read from ``source``: its template and the conversation
+    prefix the reference puts before every judge call."""
+
+    source: str
+    template: str
+    conv_start: str
+
+    def format(self, evidence: str, reply: str) -> str:
+        """The judge's prompt for one reply, exactly as the reference sends it."""
+        text = self.template.format(gold="", pred=reply or "", evidence=evidence or "")
+        prefix = self.conv_start.format("A", "B")
+        return prefix + text.strip() if text.strip() else prefix.strip()
+
+
+def _assigned(tree: ast.Module, name: str, where: str) -> Any:
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == name
+        ):
+            try:
+                return ast.literal_eval(node.value)
+            except ValueError:
+                raise CognitiveJudgeError(f"{where}: {name}: not a literal") from None
+    raise CognitiveJudgeError(f"{where}: {name}: not assigned")
+
+
+def load_cognitive_prompt(path: str | Path) -> CognitivePrompt:
+    """The Cognitive prompt of a Locomo-Plus checkout (or of its ``prompt.py``), read within
+    256 KiB and parsed without running it; CognitiveJudgeError naming the file and field."""
+    path = Path(path)
+    file = path / PROMPT_FILE if path.is_dir() else path
+    where = str(file)
+    if not file.is_file():
+        raise CognitiveJudgeError(f"{where}: no such file (give the Locomo-Plus checkout)")
+    try:
+        data = ReadBudget(MAX_PROMPT_FILE_BYTES, "prompt.py is a few KiB").read_file(file)
+        tree = ast.parse(data.decode("utf-8"), filename=where)
+    except InputError as exc:
+        raise CognitiveJudgeError(f"{where}: {exc}") from None
+    except (UnicodeDecodeError, SyntaxError, ValueError) as exc:
+        raise CognitiveJudgeError(f"{where}: not Python source: {exc}") from None
+    templates = _assigned(tree, "PROMPT_TEMPLATES", where)
+    conv_start = _assigned(tree, "CONV_START_PROMPT", where)
+    if not isinstance(templates, dict) or not isinstance(templates.get(CATEGORY), str):
+        raise CognitiveJudgeError(f"{where}: PROMPT_TEMPLATES[{CATEGORY!r}]: missing or not text")
+    if not isinstance(conv_start, str):
+        raise CognitiveJudgeError(f"{where}: CONV_START_PROMPT: not text")
+    prompt = CognitivePrompt(where, templates[CATEGORY], conv_start)
+    try:
+        prompt.format("evidence", "reply")
+    except (KeyError, IndexError, ValueError) as exc:
+        raise CognitiveJudgeError(
+            f"{where}: PROMPT_TEMPLATES[{CATEGORY!r}]: unusable placeholder {exc}"
+        ) from None
+    return prompt
+
+
+def parse_judge_response(raw: str) -> tuple[str, str]:
+    """(label, reason) from the judge's output, as the reference's ``_parse_judge_response``."""
+    label, reason = "", ""
+    raw = (raw or "").strip()
+    try:
+        m = _JSON_LABEL.search(raw)
+        if m:
+            label, reason = m.group(1).strip(), (m.group(2) or "").strip()
+        else:
+            obj = json.loads(raw)
+            label = (obj.get("label") or "").strip()
+            reason = (obj.get("reason") or "").strip()
+    except Exception:  # noqa: BLE001 - the reference falls back on any failure
+        lowered = raw.lower()
+        label = next((w for w in ("correct", "wrong", "partial") if w in lowered), label)
+        reason = raw[:200] if raw else ""
+    return label, reason
+
+
+def label_score(label: str) -> float:
+    """correct 1, partial 0.5, anything else 0."""
+    return LABEL_TO_SCORE.get((label or "").strip().lower(), 0.0)
+
+
+@dataclass(frozen=True)
+class CognitiveVerdict:
+    label: str
+    reason: str
+    score: float
+    raw: str
+
+
+def judge_cognitive(
+    model: BaseChatModel, prompt: CognitivePrompt, evidence: str, reply: str
+) -> CognitiveVerdict:
+    """Ask ``model`` whether ``reply`` is linked to the cue ``evidence``; an empty answer reads
+    as ``(empty)``, as the reference's client returns it."""
+    message = model.invoke(prompt.format(evidence, reply))
+    content = message.content
+    if not isinstance(content, str):
+        content = "".join(p if isinstance(p, str) else str(p.get("text", "")) for p in content)
+    raw = content.strip() or "(empty)"
+    label, reason = parse_judge_response(raw)
+    return CognitiveVerdict(label, reason, label_score(label), raw)
+
+
+def summarize(scored: Iterable[tuple[str, float]]) -> dict[str, Any]:
+    """(category, score) pairs aggregated as the reference's ``_compute_summary``."""
+    total, count = 0.0, 0
+    by_cat: dict[str, dict[str, float]] = defaultdict(lambda: {"score": 0.0, "count": 0})
+    for category, score in scored:
+        s = float(score)
+        total += s
+        count += 1
+        by_cat[category or "default"]["score"] += s
+        by_cat[category or "default"]["count"] += 1
+    return {
+        "total_score": round(total, 2),
+        "total_samples": count,
+        "max_possible": count,
+        "overall_avg": round(total / count, 4) if count else 0.0,
+        "by_category": {
+            cat: {
+                "score": round(v["score"], 2),
+                "count": int(v["count"]),
+                "avg": round(v["score"] / v["count"], 4) if v["count"] else 0.0,
+            }
+            for cat, v in sorted(by_cat.items())
+        },
+    }
+
+
+def judge_records(
+    records: Iterable[dict[str, Any]], model: BaseChatModel, prompt: CognitivePrompt
+) -> list[dict[str, Any]]:
+    """The Cognitive verdict of every cognitive probe record of a run (``read_records``), in
+    record order: its ids, the reply and the judge's label, reason, score and output."""
+    out = []
+    for r in records:
+        if r.get("type") != "probe" or r.get("category") != "cognitive":
+            continue
+        evidence = (r.get("probe_metadata") or {}).get("judge_evidence")
+        if not isinstance(evidence, str):
+            raise CognitiveJudgeError(
+                f"{r.get('dialogue')} {r.get('probe_id')}: probe_metadata.judge_evidence: "
+                "missing (import it with locomo-plus:)"
+            )
+        v = judge_cognitive(model, prompt, evidence, r.get("reply", ""))
+        out.append(
+            {
+                "dialogue": r.get("dialogue"),
+                "memory": r.get("memory"),
+                "probe_id": r.get("probe_id"),
+                "category": CATEGORY,
+                "prediction": r.get("reply", ""),
+                "judge_label": v.label,
+                "judge_reason": v.reason,
+                "judge_score": v.score,
+                "judge_raw": v.raw,
+            }
+        )
+    return out
+
+
+def cognitive_judge_model(spec: str, base_url: str | None = None) -> BaseChatModel:
+    """The judge model ``PROVIDER:MODEL`` as the reference calls it: temperature 0, at most 512
+    tokens out. There is no offline Cognitive judge: grading a reply's link to a cue takes a
+    model."""
+    from memory_lab.models.providers import provider_chat_model
+
+    if ":" not in spec:
+        raise CognitiveJudgeError(f"--judge {spec}: the Cognitive judge needs PROVIDER:MODEL")
+    model = provider_chat_model(spec, base_url=base_url, temperature=0.0)
+    if "max_tokens" in type(model).model_fields:
+        model.max_tokens = JUDGE_MAX_TOKENS
+    return model
+
+
+def judge_results(
+    results: str | Path, model: BaseChatModel, prompt: CognitivePrompt, out: str | Path
+) -> dict[str, dict[str, Any]]:
+    """Judge the cognitive probes of a results folder; write ``out`` (JSON: every verdict, and
+    the reference's summary per memory) and return the summaries."""
+    from memory_lab.results.read import read_records
+
+    judged = judge_records(read_records(results), model, prompt)
+    if not judged:
+        raise CognitiveJudgeError(f"{results}: no cognitive probes (import with locomo-plus:)")
+    memories = list(dict.fromkeys(str(j["memory"]) for j in judged))
+    summaries = {
+        m: summarize((j["category"], j["judge_score"]) for j in judged if j["memory"] == m)
+        for m in memories
+    }
+    document = {"prompt": prompt.source, "summaries": summaries, "judged": judged}
+    Path(out).write_text(json.dumps(document, ensure_ascii=False, indent=2) + "\n", "utf-8")
+    return summaries

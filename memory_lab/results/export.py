@@ -1,0 +1,56 @@
+"""Write dialogues back out: imported datasets as our YAML, results as LongMemEval hypotheses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from memory_lab.dialogue.importers import import_source
+from memory_lab.results.read import read_results
+
+
+def write_yaml_dialogues(fmt: str, path: str | Path, out: str | Path, **options: str) -> list[Path]:
+    """Import ``path`` and write one YAML file per dialogue under ``out``."""
+    result = import_source(fmt, path, options)
+    result.report.print()
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for doc in result.documents:
+        target = folder / f"{doc['id']}.yaml"
+        target.write_text(
+            yaml.safe_dump(doc, allow_unicode=True, sort_keys=False, width=100), "utf-8"
+        )
+        written.append(target)
+    return written
+
+
+def export_longmemeval(results_dir: str | Path, out: str | Path, memory: str | None = None) -> int:
+    """Write ``{question_id, hypothesis}`` lines for LongMemEval's own judge; returns the count.
+
+    With several memories in the run, ``memory`` selects one (required then).
+    """
+    probes = read_results(results_dir).probes
+    if probes.empty or "probe_metadata" not in probes:
+        raise ValueError(f"{results_dir}: no LongMemEval probes in this run")
+    memories = sorted(probes["memory"].unique())
+    if memory is None:
+        if len(memories) > 1:
+            raise ValueError(f"run has several memories; choose one with --memory: {memories}")
+        memory = memories[0]
+    if memory not in memories:
+        raise ValueError(f"memory {memory!r} not in this run (has: {', '.join(memories)})")
+    rows = probes[probes["memory"] == memory]
+    count = 0
+    with open(out, "w", encoding="utf-8") as fh:
+        for meta, reply in zip(rows["probe_metadata"], rows["reply"], strict=True):
+            if isinstance(meta, dict) and meta.get("question_id"):
+                fh.write(
+                    json.dumps({"question_id": meta["question_id"], "hypothesis": reply}) + "\n"
+                )
+                count += 1
+    if not count:
+        raise ValueError(f"{results_dir}: no LongMemEval probes in this run")
+    return count

@@ -1,0 +1,421 @@
+"""The LLM judge: a second, model-graded correctness beside string matching.
+
+The built-in grading prompt is published in the package (``memory_lab/data/judge_prompt.txt``):
+it shows the judge the question, the accepted answers and the reply, and asks for one word,
+CORRECT or WRONG. ``JUDGE_PROMPT_VERSION`` identifies the prompt text in a run's records.
+
+A user's own grading prompt (``--judge-prompt FILE``) is a UTF-8 text file of at most 64 KiB
+(``MAX_PROMPT_BYTES``; no more is ever read, whatever the file) with Python format
+placeholders: ``{question}`` and ``{reply}`` (required), ``{answers}`` (the accepted answers, one
+per line as ``- answer``, ``(none)`` when there are none) and ``{abstention}`` (``yes`` for a
+probe whose answer was never given, else ``no``). Literal braces are written ``{{`` and ``}}``.
+The judge's output is read by ``parse_verdict``.
+
+Several prompts and several runs (``--judge-runs N``) make a ``JudgePanel``: one model per
+(prompt, run). Run 0 of a prompt is cached exactly as a single judge call always was; run ``i``
+> 0 goes through ``RunKeyedCache`` (a key of its own), so repeated runs are distinct calls that
+a rerun of the whole benchmark still finds in the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.prompts import PromptTemplate
+
+from memory_lab.models.offline_base import OfflineChatModel
+from memory_lab.models.tokens import count_tokens
+from memory_lab.scoring.probes import is_abstention
+from memory_lab.scoring.stats import majority_vote
+from memory_lab.text.limits import InputError, ReadBudget
+from memory_lab.text.normalize import find_any
+
+BUILTIN = "builtin"  # names the built-in prompt in --judge-prompt and in run.json
+BUILTIN_FILE = "memory_lab/data/judge_prompt.txt"
+JUDGE_PROMPT_TEXT = (resources.files("memory_lab") / "data" / "judge_prompt.txt").read_text("utf-8")
+JUDGE_PROMPT = PromptTemplate.from_template(JUDGE_PROMPT_TEXT)
+JUDGE_PROMPT_VERSION = hashlib.sha256(JUDGE_PROMPT_TEXT.encode("utf-8")).hexdigest()[:12]
+
+PLACEHOLDERS = ("abstention", "question", "answers", "reply")
+MAX_PROMPT_BYTES = 64 * 1024  # a grading prompt file (--judge-prompt) is at most 64 KiB
+REQUIRED_PLACEHOLDERS = ("question", "reply")
+NO_ANSWERS = "(none)"
+_WORD = re.compile(r"[A-Za-z]+")
+_LABEL = re.compile(r"""["']?label["']?\s*[:=]\s*["']?([A-Za-z]+)""", re.I)
+
+
+class JudgePromptError(ValueError):
+    """A grading prompt file that cannot be used: one line naming the file."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One judge call: the verdict (None when unparseable), the raw output, its usage, and
+    whether the call was served from the on-disk cache."""
+
+    correct: bool | None
+    raw: str
+    input_tokens: int
+    output_tokens: int
+    cache_hit: bool = False
+
+
+@dataclass(frozen=True)
+class JudgeTemplate:
+    """One grading prompt: its label in the run (``p1``, ``p2``...), where it came from
+    (``builtin`` or a file path) and its text."""
+
+    label: str
+    source: str
+    text: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+    @property
+    def version(self) -> str:
+        return self.sha256[:12]
+
+    @property
+    def file(self) -> str:
+        return BUILTIN_FILE if self.source == BUILTIN else self.source
+
+    @cached_property
+    def placeholders(self) -> tuple[str, ...]:
+        """The placeholders the text uses, in order of first use."""
+        return tuple(dict.fromkeys(name for _, name, _, _ in _fields(self.text) if name))
+
+    def format(self, question: str, answers: Sequence[str], reply: str, *, abstention: bool) -> str:
+        """The grading prompt for one probe, exactly as the judge receives it."""
+        return self.text.format(
+            abstention="yes" if abstention else "no",
+            question=question.strip(),
+            answers=format_answers(answers),
+            reply=reply.strip(),
+        )
+
+    @cached_property
+    def _pattern(self) -> re.Pattern[str]:
+        parts, seen = [], set()
+        for literal, name, _, _ in _fields(self.text):
+            parts.append(re.escape(literal))
+            if name is None:
+                continue
+            parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)")
+            seen.add(name)
+        return re.compile("".join(parts), re.S)
+
+    def parse(self, prompt: str) -> tuple[str, list[str], str, bool]:
+        """(question, answers, reply, abstention) read back from a prompt ``format`` made.
+
+        A prompt without ``{answers}`` reads as no accepted answers; one without
+        ``{abstention}`` as an abstention probe exactly when it shows no accepted answers.
+        """
+        match = self._pattern.fullmatch(prompt)
+        if match is None:
+            raise ValueError(f"not a prompt of the judge prompt {self.label} ({self.file})")
+        found = match.groupdict()
+        answers = [
+            line.strip().removeprefix("- ").strip()
+            for line in found.get("answers", "").splitlines()
+            if line.strip() and line.strip() != NO_ANSWERS
+        ]
+        if "abstention" in found:
+            abstention = found["abstention"].strip().lower() == "yes"
+        else:
+            abstention = not answers
+        return (
+            found.get("question", "").strip(),
+            answers,
+            found.get("reply", "").strip(),
+            abstention,
+        )
+
+
+def _fields(text: str) -> list[tuple[str, str | None, str | None, str | None]]:
+    return list(string.Formatter().parse(text))
+
+
+BUILTIN_TEMPLATE = JudgeTemplate("p1", BUILTIN, JUDGE_PROMPT_TEXT)
+
+
+def load_judge_template(source: str, label: str = "p1") -> JudgeTemplate:
+    """The grading prompt in file ``source`` (or ``builtin``); JudgePromptError if unusable."""
+    if source == BUILTIN:
+        return JudgeTemplate(label, BUILTIN, JUDGE_PROMPT_TEXT)
+    where = f"--judge-prompt {source}"
+    path = Path(source)
+    if path.is_dir():
+        raise JudgePromptError(f"{where}: is a folder, not a prompt file")
+    if not path.exists():
+        raise JudgePromptError(f"{where}: no such file")
+    try:  # never more than the limit and one byte read, whatever the file (/dev/zero too)
+        data = ReadBudget(MAX_PROMPT_BYTES, "a grading prompt is far shorter").read_file(path)
+    except InputError as exc:
+        raise JudgePromptError(f"{where}: {exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JudgePromptError(f"{where}: not UTF-8 text (byte {exc.start})") from None
+    try:
+        fields = _fields(text)
+    except ValueError as exc:
+        raise JudgePromptError(f"{where}: {exc} (write a literal brace as {{{{ or }}}})") from None
+    names = [name for _, name, _, _ in fields if name is not None]
+    unknown = list(dict.fromkeys(n for n in names if n not in PLACEHOLDERS))
+    known = ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
+    if unknown:
+        shown = ", ".join(f"{{{n}}}" for n in unknown)
+        raise JudgePromptError(f"{where}: unknown placeholder(s) {shown} (known: {known})")
+    shaped = [name for _, name, spec, conv in fields if name is not None and (spec or conv)]
+    if shaped:
+        raise JudgePromptError(
+            f"{where}: placeholder {{{shaped[0]}}} takes no format spec or conversion"
+        )
+    missing = [p for p in REQUIRED_PLACEHOLDERS if p not in names]
+    if missing:
+        shown = ", ".join(f"{{{p}}}" for p in missing)
+        raise JudgePromptError(f"{where}: needs the placeholder(s) {shown} (known: {known})")
+    return JudgeTemplate(label, source, text)
+
+
+def judge_templates(sources: Sequence[str]) -> list[JudgeTemplate]:
+    """The run's grading prompts labelled ``p1``, ``p2``...; none given: the built-in one."""
+    if not sources:
+        return [BUILTIN_TEMPLATE]
+    return [load_judge_template(s, f"p{i}") for i, s in enumerate(sources, 1)]
+
+
+def format_answers(answers: Sequence[str]) -> str:
+    """Accepted answers one per line as ``- answer``; ``(none)`` when there are none."""
+    lines = [" ".join(str(a).split()) for a in answers]
+    return "\n".join(f"- {a}" for a in lines if a) or NO_ANSWERS
+
+
+def judge_prompt(
+    question: str,
+    answers: Sequence[str],
+    reply: str,
+    *,
+    abstention: bool,
+    template: JudgeTemplate = BUILTIN_TEMPLATE,
+) -> str:
+    """The grading prompt for one probe, exactly as the judge receives it."""
+    return template.format(question, answers, reply, abstention=abstention)
+
+
+def parse_verdict(text: str) -> bool | None:
+    """True for CORRECT, False for WRONG/INCORRECT, else None.
+
+    A ``"label": "..."`` field (the JSON answer some published grading prompts ask for) decides
+    when present; otherwise the first such word wins (``not correct`` is WRONG).
+    """
+    label = _LABEL.search(text)
+    if label is not None and label.group(1).upper() in ("CORRECT", "WRONG", "INCORRECT"):
+        return label.group(1).upper() == "CORRECT"
+    previous = ""
+    for word in _WORD.findall(text):
+        word = word.upper()
+        if word in ("WRONG", "INCORRECT"):
+            return False
+        if word == "CORRECT":
+            return previous != "NOT"
+        previous = word
+    return None
+
+
+def _text_of(message: BaseMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts = [p if isinstance(p, str) else p.get("text", "") for p in content]
+    return "".join(str(p) for p in parts)
+
+
+def judge_reply(
+    model: BaseChatModel,
+    question: str,
+    answers: Sequence[str],
+    reply: str,
+    *,
+    abstention: bool,
+    template: JudgeTemplate = BUILTIN_TEMPLATE,
+) -> Verdict:
+    """Ask ``model`` whether ``reply`` answers ``question``; usage from the provider if given."""
+    from memory_lab.models.cache import is_cache_hit
+
+    prompt = judge_prompt(question, answers, reply, abstention=abstention, template=template)
+    message = model.invoke(prompt)
+    raw = _text_of(message).strip()
+    usage = getattr(message, "usage_metadata", None) or {}
+    if usage:
+        input_tokens = int(usage.get("input_tokens", 0))
+        output_tokens = int(usage.get("output_tokens", 0))
+    else:
+        input_tokens, output_tokens = count_tokens(prompt), count_tokens(raw)
+    return Verdict(parse_verdict(raw), raw, input_tokens, output_tokens, is_cache_hit(message))
+
+
+def parse_judge_prompt(
+    prompt: str, template: JudgeTemplate = BUILTIN_TEMPLATE
+) -> tuple[str, list[str], str, bool]:
+    """(question, answers, reply, abstention) read back from a formatted judge prompt."""
+    return template.parse(prompt)
+
+
+class OfflineJudge(OfflineChatModel):
+    """A deterministic judge that grades exactly like string matching (see ``scoring/probes.py``).
+
+    It exists to exercise the judge path offline (tests, ``--judge offline``), not to grade:
+    CORRECT iff an accepted answer is in the reply and the reply does not abstain, or, for
+    abstention probes, iff the reply abstains. Its verdicts agree with string matching by
+    construction. It reads the probe back from the grading prompt it is given (``prompt_text``,
+    the built-in one unless told), so it grades what that prompt shows: the same on every run.
+    """
+
+    prompt_text: str = JUDGE_PROMPT_TEXT
+
+    @property
+    def _llm_type(self) -> str:
+        return "memory-lab-offline-judge"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model": "offline-judge"}
+
+    def respond(self, prompt: str) -> str:
+        return self.grade(prompt)
+
+    def grade(self, prompt: str) -> str:
+        """CORRECT or WRONG for a formatted judge prompt."""
+        template = JudgeTemplate("offline", "offline", self.prompt_text)
+        _question, answers, reply, abstention = template.parse(prompt)
+        abstained = is_abstention(reply)
+        if abstention:
+            correct = abstained
+        else:
+            correct = not abstained and find_any(reply, answers) is not None
+        return "CORRECT" if correct else "WRONG"
+
+
+def resolve_judge(
+    spec: str,
+    base_url: str | None = None,
+    *,
+    temperature: float = 0.0,
+    template: JudgeTemplate = BUILTIN_TEMPLATE,
+) -> BaseChatModel:
+    """``offline`` -> OfflineJudge; ``PROVIDER:MODEL`` -> a real model (ProviderError if not)."""
+    if spec == "offline":
+        return OfflineJudge(prompt_text=template.text)
+    from memory_lab.models.providers import provider_chat_model
+
+    return provider_chat_model(spec, base_url=base_url, temperature=temperature)
+
+
+@dataclass(frozen=True)
+class Grading:
+    """One judge call of a probe: which prompt, which run (0-based), and its verdict."""
+
+    prompt: str
+    run: int
+    verdict: Verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        v = self.verdict
+        return {
+            "prompt": self.prompt,
+            "run": self.run,
+            "correct": v.correct,
+            "raw": v.raw,
+            "input_tokens": v.input_tokens,
+            "output_tokens": v.output_tokens,
+            "cache_hit": v.cache_hit,
+        }
+
+
+@dataclass
+class JudgePanel:
+    """The run's judge: for each grading prompt, one model per run."""
+
+    templates: list[JudgeTemplate]
+    models: list[list[BaseChatModel]] = field(default_factory=list)
+
+    def grade(
+        self, question: str, answers: Sequence[str], reply: str, *, abstention: bool
+    ) -> list[Grading]:
+        """Every prompt's every run on one reply, prompt by prompt, run by run."""
+        return [
+            Grading(
+                template.label,
+                run,
+                judge_reply(
+                    model, question, answers, reply, abstention=abstention, template=template
+                ),
+            )
+            for template, row in zip(self.templates, self.models, strict=True)
+            for run, model in enumerate(row)
+        ]
+
+
+def build_panel(
+    spec: str,
+    templates: list[JudgeTemplate],
+    runs: int,
+    *,
+    temperature: float = 0.0,
+    base_url: str | None = None,
+    cache: Any = None,
+    callbacks: list[Any] | None = None,
+) -> JudgePanel:
+    """A panel of ``runs`` models per template, each sending its usage to ``callbacks``.
+
+    Offline, every run is the same deterministic judge. A provider's run 0 uses ``cache`` as is
+    (the key a single judge call always had); run ``i`` > 0 a ``RunKeyedCache`` of its own, on a
+    shallow copy of the same client.
+    """
+    from memory_lab.models.cache import RunKeyedCache, cached_chat_model
+
+    panel = JudgePanel(templates)
+    for template in templates:
+        base = resolve_judge(spec, base_url, temperature=temperature, template=template)
+        base.callbacks = list(callbacks or [])
+        if spec == "offline" or cache is None:
+            panel.models.append([base] * runs)
+            continue
+        row = []
+        for run in range(runs):
+            model = base if run == 0 else base.model_copy()
+            row.append(cached_chat_model(model, cache if run == 0 else RunKeyedCache(cache, run)))
+        panel.models.append(row)
+    return panel
+
+
+def record_fields(gradings: list[Grading]) -> dict[str, Any]:
+    """A probe record's judge fields for its gradings (see ``ProbeRecord``).
+
+    ``judge_correct`` is the majority verdict of the first prompt's runs (``majority_vote``:
+    unreadable runs ignored, a tie to the earliest run); ``judge_raw`` that prompt's first run's
+    output; tokens are summed over every call; ``judge_cache_hit`` says every call was a hit.
+    """
+    first = [g for g in gradings if g.prompt == gradings[0].prompt]
+    return {
+        "judge_correct": majority_vote([g.verdict.correct for g in first]),
+        "judge_raw": first[0].verdict.raw,
+        "judge_cache_hit": all(g.verdict.cache_hit for g in gradings),
+        "judge_input_tokens": sum(g.verdict.input_tokens for g in gradings),
+        "judge_output_tokens": sum(g.verdict.output_tokens for g in gradings),
+        "judge_calls": len(gradings),
+        "judge_verdicts": [g.to_dict() for g in gradings],
+    }

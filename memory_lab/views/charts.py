@@ -1,0 +1,608 @@
+"""Charts of a results folder, drawn from the tidy DataFrames only (never the runner).
+
+Every chart takes a :class:`~memory_lab.results.read.Results` and returns a matplotlib ``Figure``
+built without pyplot (no global state, Agg canvas). Each memory keeps one colour across charts,
+assigned in the order of the run's memories (``Results.memory_order``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+from matplotlib import font_manager
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.text import Text
+
+from memory_lab.dialogue.model import CATEGORIES
+from memory_lab.results.read import Results, summarize
+
+CHARTS_DIR = "charts"
+# Latin glyphs from DejaVu, Hangul (and other CJK) from the first CJK font found.
+FONT_FAMILY = [
+    "DejaVu Sans",
+    "Noto Sans CJK KR",
+    "Noto Sans CJK JP",
+    "Noto Sans KR",
+    "NanumGothic",
+    "sans-serif",
+]
+RC = {
+    "font.size": 10,
+    "axes.titlesize": 12,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "svg.fonttype": "path",  # glyphs as paths: the SVG shows Korean without any installed font
+    "svg.hashsalt": "memory-lab",
+}
+# tab10 then the paired tab20 shades: 20 distinguishable colours before repeating.
+PALETTE = [mpl.colormaps["tab10"](i) for i in range(10)] + [
+    mpl.colormaps["tab20"](i) for i in range(1, 20, 2)
+]
+
+
+@cache
+def font_family() -> list[str]:
+    """The installed fonts of ``FONT_FAMILY`` in order (a missing one would warn on every text)."""
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    if not any("CJK" in n or "Nanum" in n for n in installed):  # a cache from before the install
+        for path in font_manager.findSystemFonts():
+            if "CJK" in path or "Nanum" in path:
+                font_manager.fontManager.addfont(path)
+        installed = {f.name for f in font_manager.fontManager.ttflist}
+    return [f for f in FONT_FAMILY if f in installed or f == "sans-serif"]
+
+
+def has_cjk_font() -> bool:
+    """Whether a CJK font is installed, so Korean text renders without tofu boxes."""
+    return any("CJK" in f or "KR" in f or "Nanum" in f for f in font_family())
+
+
+@contextmanager
+def chart_style() -> Iterator[None]:
+    """Matplotlib settings for every chart (fonts with Korean fallback), restored on exit."""
+    with mpl.rc_context({**RC, "font.family": font_family()}):
+        yield
+
+
+def memory_order(results: Results) -> list[str]:
+    """Memories in run order, then any others found in the records."""
+    order = results.memory_order()
+    for frame in (results.turns, results.probes):
+        if "memory" in frame:
+            order += [m for m in dict.fromkeys(frame["memory"]) if m not in order]
+    return order
+
+
+def memory_colors(results: Results) -> dict[str, tuple]:
+    """One fixed colour per memory, assigned in run order."""
+    return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(memory_order(results))}
+
+
+def wrap_label(label: str, width: int = 14) -> str:
+    """Break a memory spec such as ``summary_buffer:max_token_limit=200`` onto short lines."""
+    if len(label) <= width:
+        return label
+    name, _, params = label.partition(":")
+    return "\n".join([name, *params.split(",")]) if params else label
+
+
+def _figure(width: float, height: float, **kwargs) -> Figure:
+    fig = Figure(figsize=(width, height), layout="constrained", **kwargs)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _xticks(ax, labels: list[str]) -> None:
+    ax.set_xticks(range(len(labels)))
+    wrapped = [wrap_label(x) for x in labels]
+    rotate = len(labels) > 5
+    ax.set_xticklabels(
+        wrapped, rotation=35 if rotate else 0, ha="right" if rotate else "center", fontsize=9
+    )
+
+
+# A value label sits at the foot of its bar (1% up, ~5% tall): only if the error bar starts
+# higher than this does the label stay clear of it.
+LABEL_CLEARANCE = 0.08
+
+
+def recall_chart(results: Results) -> Figure:
+    """Recall accuracy per memory with 95% Wilson error bars, context-hit rate beside it."""
+    with chart_style():
+        summary = summarize(results)
+        colors = memory_colors(results)
+        n = len(summary)
+        fig = _figure(max(6.0, 1.0 + 0.9 * n), 4.8)
+        ax = fig.add_subplot()
+        x = np.arange(n)
+        width = 0.38
+        acc = summary["accuracy"].to_numpy(float)
+        err = np.vstack(
+            [acc - summary["accuracy_low"].to_numpy(float), summary["accuracy_high"] - acc]
+        )
+        cols = [colors[m] for m in summary["memory"]]
+        bars = ax.bar(
+            x - width / 2,
+            acc,
+            width,
+            yerr=err,
+            capsize=3,
+            color=cols,
+            edgecolor="black",
+            linewidth=0.5,
+            label="recall accuracy (95% Wilson CI)",
+            error_kw={"elinewidth": 1},
+        )
+        for b in bars:
+            b.set_gid("recall")
+        hits = ax.bar(
+            x + width / 2,
+            summary["context_hit_rate"].to_numpy(float),
+            width,
+            color=[(*c[:3], 0.35) for c in cols],
+            edgecolor=cols,
+            hatch="//",
+            linewidth=1,
+            label="context hit rate",
+        )
+        for b in hits:
+            b.set_gid("context_hit")
+        lows, highs = summary["accuracy_low"].to_numpy(float), summary["accuracy_high"]
+        for xi, a, low, high in zip(x, acc, lows, highs.to_numpy(float), strict=True):
+            if math.isnan(a):
+                continue
+            # inside the bar where its error bar starts above the label, else above the bar
+            inside = low >= LABEL_CLEARANCE
+            ax.text(
+                xi - width / 2,
+                0.01 if inside else high + 0.015,
+                f"{100 * a:.0f}%",
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                color="white" if inside else "black",
+                gid="recall_label",
+            )
+        _xticks(ax, list(summary["memory"]))
+        ax.set_ylim(0, 1.17)
+        ax.set_yticks(np.linspace(0, 1, 6))
+        ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
+        ax.set_ylabel("share of probes")
+        ax.set_title("Recall accuracy and context hits per memory")
+        ax.legend(
+            handles=[
+                Patch(facecolor="0.4", edgecolor="black", label=bars.get_label()),
+                Patch(
+                    facecolor=(0.4, 0.4, 0.4, 0.35),
+                    edgecolor="0.4",
+                    hatch="//",
+                    label=hits.get_label(),
+                ),
+            ],
+            loc="upper center",
+            ncols=2,
+            frameon=False,
+        )
+        return fig
+
+
+def pareto_front(summary: pd.DataFrame) -> list[str]:
+    """Memories no other memory beats on both accuracy (higher) and total tokens (fewer)."""
+    rows = summary.dropna(subset=["accuracy"]).to_dict("records")
+    front = []
+    for r in rows:
+        dominated = any(
+            o["accuracy"] >= r["accuracy"]
+            and o["total_tokens"] <= r["total_tokens"]
+            and (o["accuracy"] > r["accuracy"] or o["total_tokens"] < r["total_tokens"])
+            for o in rows
+        )
+        if not dominated:
+            front.append(r["memory"])
+    return front
+
+
+def _place_labels(fig: Figure, ax, points: list[tuple]) -> list:
+    """Annotate ``(x, y, label, colour, low, high)`` points where no label overlaps another.
+
+    The layout is computed first and then frozen, so the positions checked are the drawn ones.
+    """
+    fig.draw_without_rendering()
+    ax.set_xlim(ax.get_xlim())
+    ax.set_ylim(ax.get_ylim())
+    fig.set_layout_engine("none")
+    renderer = fig.canvas.get_renderer()
+    taken = []
+    for x, y, _, _, low, high in points:  # markers and error bars
+        px, py = ax.transData.transform((x, y))
+        _, plow = ax.transData.transform((x, low))
+        _, phigh = ax.transData.transform((x, high))
+        taken.append(mpl.transforms.Bbox.from_extents(px - 7, py - 7, px + 7, py + 7))
+        taken.append(mpl.transforms.Bbox.from_extents(px - 4, plow, px + 4, phigh))
+    candidates = [
+        (dx * r, dy * r)
+        for r in (1, 1.8, 2.8, 4)
+        for dx, dy in ((8, 8), (8, -14), (-8, 8), (-8, -14), (0, 14), (0, -20), (14, 0), (-14, 0))
+    ]
+    frame = ax.get_window_extent(renderer)
+    texts = []
+    for x, y, label, color, _, _ in points:
+        best = None
+        for dx, dy in candidates:
+            ann = ax.annotate(
+                label,
+                (x, y),
+                xytext=(dx, dy),
+                textcoords="offset points",
+                ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                va="bottom" if dy > 0 else "top" if dy < 0 else "center",
+                fontsize=9,
+                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": color, "alpha": 0.9},
+                arrowprops={"arrowstyle": "-", "color": color, "lw": 0.8, "shrinkA": 0},
+            )
+            ann.update_positions(renderer)
+            # the text alone (the arrow always touches its own point), plus the box padding
+            box = Text.get_window_extent(ann, renderer).padded(4)
+            inside = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
+            score = sum(box.overlaps(b) for b in taken) + (0 if inside else 100)
+            if best is None or score < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (score, ann, box)
+            else:
+                ann.remove()
+            if score == 0:
+                break
+        taken.append(best[2])
+        texts.append(best[1])
+    return texts
+
+
+def cost_frontier_chart(results: Results) -> Figure:
+    """Accuracy against total tokens per memory; the Pareto-optimal memories are marked."""
+    with chart_style():
+        summary = summarize(results).dropna(subset=["accuracy"])
+        colors = memory_colors(results)
+        front = pareto_front(summary)
+        fig = _figure(8.0, 5.5)
+        ax = fig.add_subplot()
+        for r in summary.to_dict("records"):
+            ax.errorbar(
+                r["total_tokens"],
+                r["accuracy"],
+                yerr=[[r["accuracy"] - r["accuracy_low"]], [r["accuracy_high"] - r["accuracy"]]],
+                fmt="o",
+                color=colors[r["memory"]],
+                markersize=8,
+                capsize=3,
+                elinewidth=0.8,
+                markeredgecolor="black",
+                markeredgewidth=0.5,
+                gid=f"point:{r['memory']}",
+            )
+        if front:
+            pts = summary[summary["memory"].isin(front)].sort_values("total_tokens")
+            ax.step(
+                pts["total_tokens"],
+                pts["accuracy"],
+                where="post",
+                color="0.3",
+                linestyle="--",
+                linewidth=1,
+                gid="pareto_line",
+            )
+            ax.scatter(
+                pts["total_tokens"],
+                pts["accuracy"],
+                s=260,
+                facecolors="none",
+                edgecolors="black",
+                linewidths=1.5,
+                zorder=3,
+                label="Pareto-optimal (no memory is both more accurate and cheaper)",
+                gid="pareto",
+            )
+            ax.legend(loc="lower right", fontsize=8, frameon=False, markerscale=0.6)
+        _score_token_axes(
+            ax,
+            summary["total_tokens"],
+            "total tokens (prompt + completion + memory maintenance)",
+            "recall accuracy (95% Wilson CI)",
+            "Cost frontier: recall against tokens (up and left is better)",
+        )
+        points = [
+            (
+                r["total_tokens"],
+                r["accuracy"],
+                r["memory"],
+                colors[r["memory"]],
+                r["accuracy_low"],
+                r["accuracy_high"],
+            )
+            for r in summary.sort_values("accuracy", ascending=False).to_dict("records")
+        ]
+        _place_labels(fig, ax, points)
+        return fig
+
+
+def _score_token_axes(ax: Axes, tokens: pd.Series, xlabel: str, ylabel: str, title: str) -> None:
+    """A score (0-1) against tokens: log tokens when they span more than 20x, percent scores."""
+    if len(tokens) and tokens.max() > 20 * max(tokens.min(), 1):
+        ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: _tokens(v)))
+    ax.set_ylim(-0.02, 1.05)
+    ax.margins(x=0.15)
+    ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+
+
+def score_metric(summary: pd.DataFrame) -> tuple[str, str]:
+    """The answer score the score chart plots: J when the run was judged, else LoCoMo's F1."""
+    if "judge_accuracy" in summary and summary["judge_accuracy"].notna().any():
+        return "judge_accuracy", "J, judge accuracy (mean over runs)"
+    return "f1_locomo", "F1 (LoCoMo's definition)"
+
+
+def score_tokens_chart(results: Results) -> Figure:
+    """The field's trade-off: an answer score (J, else F1) against prompt tokens per query."""
+    with chart_style():
+        summary = summarize(results)
+        column, label = score_metric(summary)
+        summary = summary.dropna(subset=[column, "tokens_per_query"])
+        colors = memory_colors(results)
+        fig = _figure(8.0, 5.5)
+        ax = fig.add_subplot()
+        for r in summary.to_dict("records"):
+            ax.scatter(
+                r["tokens_per_query"],
+                r[column],
+                s=70,
+                color=colors[r["memory"]],
+                edgecolors="black",
+                linewidths=0.5,
+                gid=f"point:{r['memory']}",
+            )
+        _score_token_axes(
+            ax,
+            summary["tokens_per_query"],
+            "prompt tokens per query (mean over probes)",
+            label,
+            f"{label.split(',')[0]} against tokens per query (up and left is better)",
+        )
+        points = [
+            (
+                r["tokens_per_query"],
+                r[column],
+                r["memory"],
+                colors[r["memory"]],
+                r[column],
+                r[column],
+            )
+            for r in summary.sort_values(column, ascending=False).to_dict("records")
+        ]
+        _place_labels(fig, ax, points)
+        return fig
+
+
+def _tokens(v: float) -> str:
+    if v >= 1e6:
+        return f"{v / 1e6:.3g}M"
+    if v >= 1e3:
+        return f"{v / 1e3:.3g}k"
+    return f"{v:g}"
+
+
+def longest_dialogue(results: Results) -> str:
+    """The dialogue with the most exchanges among those with recorded turns (a dialogue whose
+    every cell failed before its first turn has none); the longest of all if none has any."""
+    spec = results.spec
+    dialogues = list(spec.dialogues) if spec is not None else []
+    recorded = set(results.turns["dialogue"]) if "dialogue" in results.turns else set()
+    if dialogues:
+        with_turns = [d for d in dialogues if d.id in recorded] or dialogues
+        return max(with_turns, key=lambda d: d.turns or 0).id
+    return str(results.turns.groupby("dialogue")["exchange"].max().idxmax())
+
+
+def prompt_growth_chart(results: Results, dialogue: str | None = None) -> Figure:
+    """Prompt tokens per exchange (top) and cumulative memory-maintenance tokens (bottom).
+
+    ``dialogue`` picks one dialogue (default: the longest); ``"all"`` averages every dialogue
+    per exchange index.
+    """
+    with chart_style():
+        turns = results.turns
+        name = dialogue or longest_dialogue(results)
+        colors = memory_colors(results)
+        if name != "all":
+            turns = turns[turns["dialogue"] == name]
+            if turns.empty:
+                raise ValueError(f"no turns recorded for dialogue {name!r}")
+        fig = _figure(9.0, 6.5)
+        top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
+        for memory in memory_order(results):
+            t = turns[turns["memory"] == memory]
+            if t.empty:
+                continue
+            per = t.groupby("exchange")[["prompt_tokens", "memory_tokens"]].mean().sort_index()
+            top.plot(
+                per.index,
+                per["prompt_tokens"],
+                color=colors[memory],
+                label=memory,
+                lw=1.6,
+                gid=f"prompt:{memory}",
+            )
+            bottom.plot(
+                per.index,
+                per["memory_tokens"].cumsum(),
+                color=colors[memory],
+                linestyle="--",
+                lw=1.4,
+                label=memory,
+                gid=f"memory_tokens:{memory}",
+            )
+        if name != "all" and "session" in turns:
+            first = turns.groupby("session")["exchange"].min().sort_values()
+            for session, start in first.items():
+                if start > 0:
+                    for ax in (top, bottom):
+                        ax.axvline(start - 0.5, color="0.6", lw=0.8, ls=":")
+                    top.text(
+                        start - 0.3,
+                        1.0,
+                        f"session {session}",
+                        transform=top.get_xaxis_transform(),
+                        fontsize=7,
+                        color="0.4",
+                        va="top",
+                    )
+        title = "average over all dialogues" if name == "all" else f"dialogue {name}"
+        top.set_title(f"Prompt tokens per exchange — {title}")
+        top.set_ylabel("prompt tokens")
+        bottom.set_ylabel("cumulative memory-\nmaintenance tokens")
+        bottom.set_xlabel("exchange index (user turn)")
+        for ax in (top, bottom):
+            ax.grid(alpha=0.3)
+            ax.yaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: _tokens(v)))
+        top.legend(
+            fontsize=8,
+            ncols=1 if len(colors) <= 6 else 2,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            frameon=False,
+        )
+        return fig
+
+
+def category_heatmap(results: Results) -> Figure:
+    """Recall accuracy per memory and probe category, each cell annotated."""
+    with chart_style():
+        probes = results.probes
+        memories = [m for m in memory_order(results) if m in set(probes.get("memory", []))]
+        present = set(probes.get("category", []))
+        cats = [c for c in CATEGORIES if c in present] + sorted(present - set(CATEGORIES))
+        grouped = probes.assign(correct=probes["correct"].astype(float)).groupby(
+            ["memory", "category"]
+        )["correct"]
+        acc = grouped.mean().unstack().reindex(index=memories, columns=cats)
+        count = grouped.size().unstack().reindex(index=memories, columns=cats)
+        fig = _figure(max(6.0, 1.6 + 0.95 * len(cats)), max(3.0, 1.4 + 0.5 * len(memories)))
+        ax = fig.add_subplot()
+        ax.spines[:].set_visible(False)
+        cmap = mpl.colormaps["RdYlGn"].with_extremes(bad="0.9")
+        image = ax.imshow(
+            np.ma.masked_invalid(acc.to_numpy(float)), cmap=cmap, vmin=0, vmax=1, aspect="auto"
+        )
+        for i in range(len(memories)):
+            for j in range(len(cats)):
+                v = acc.iat[i, j]
+                text = "–" if pd.isna(v) else f"{100 * v:.0f}%\nn={int(count.iat[i, j])}"
+                dark = not pd.isna(v) and (v < 0.2 or v > 0.85)
+                ax.text(
+                    j,
+                    i,
+                    text,
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white" if dark else "black",
+                )
+        ax.set_xticks(range(len(cats)))
+        ax.set_xticklabels(cats, rotation=30, ha="right")
+        ax.set_yticks(range(len(memories)))
+        ax.set_yticklabels(memories)
+        ax.set_xlabel("probe category")
+        ax.set_title("Recall accuracy by probe category")
+        bar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
+        bar.ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
+        return fig
+
+
+def token_breakdown_chart(results: Results) -> Figure:
+    """Stacked tokens per memory: prompt, completion, memory maintenance; estimated cost on each."""
+    with chart_style():
+        summary = summarize(results)
+        colors = memory_colors(results)
+        n = len(summary)
+        fig = _figure(9.0, max(3.0, 1.5 + 0.55 * n))
+        ax = fig.add_subplot()
+        y = np.arange(n)[::-1]
+        cols = [colors[m] for m in summary["memory"]]
+        left = np.zeros(n)
+        parts = [
+            ("prompt_tokens", "conversation prompt", {"color": cols}),
+            ("completion_tokens", "completion", {"color": [(*c[:3], 0.45) for c in cols]}),
+            (
+                "memory_tokens",
+                "memory maintenance (memory LLM + embeddings)",
+                {"color": "white", "edgecolor": cols, "hatch": "///"},
+            ),
+        ]
+        for column, label, style in parts:
+            values = summary[column].to_numpy(float)
+            bars = ax.barh(y, values, left=left, height=0.6, label=label, linewidth=0.8, **style)
+            for b in bars:
+                b.set_gid(column)
+            left += values
+        for yi, total, cost in zip(y, left, summary["est_cost_usd"], strict=True):
+            text = "est. cost n/a" if pd.isna(cost) else f"≈ ${cost:.4f} (est.)"
+            ax.text(total, yi, f"  {_tokens(total)} tok · {text}", va="center", fontsize=8)
+        ax.set_yticks(y)
+        ax.set_yticklabels(summary["memory"])
+        ax.set_xlim(0, max(left.max(), 1) * 1.45)
+        ax.xaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: _tokens(v)))
+        ax.set_xlabel("tokens over the whole run")
+        model = results.pricing.llm_model
+        priced = f" — cost estimated at {model} prices" if model else ""
+        ax.set_title(f"Where the tokens go{priced}")
+        ax.legend(
+            handles=[
+                Patch(facecolor="0.35", label=parts[0][1]),
+                Patch(facecolor=(0.35, 0.35, 0.35, 0.45), label=parts[1][1]),
+                Patch(facecolor="white", edgecolor="0.35", hatch="///", label=parts[2][1]),
+            ],
+            loc="lower right",
+            fontsize=8,
+            frameon=True,
+        )
+        return fig
+
+
+CHARTS = {
+    "recall": recall_chart,
+    "cost_frontier": cost_frontier_chart,
+    "prompt_growth": prompt_growth_chart,
+    "category_heatmap": category_heatmap,
+    "token_breakdown": token_breakdown_chart,
+    "score_tokens": score_tokens_chart,
+}
+
+
+def save_charts(results: Results, out_dir: str | Path | None = None) -> list[Path]:
+    """Write every chart as PNG and SVG under ``<results folder>/charts/``; return the paths."""
+    folder = Path(out_dir) if out_dir else Path(results.path) / CHARTS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    with chart_style():
+        for name, make in CHARTS.items():
+            fig = make(results)
+            for ext in ("png", "svg"):
+                path = folder / f"{name}.{ext}"
+                meta = {"Date": None} if ext == "svg" else {}
+                fig.savefig(path, dpi=130, metadata=meta)
+                paths.append(path)
+    return paths

@@ -1,0 +1,703 @@
+"""One self-contained ``report.html`` per results folder: parameters, summary, charts, tests.
+
+Everything is inline (CSS, JS, charts as base64 SVG images), so the report opens with no network.
+All text from dialogues and replies is escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import itertools
+import json
+import math
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memory_lab.log.run_spec import RunSpec
+from memory_lab.results.compare import combine, compare_summary, differences, run_names
+from memory_lab.results.published import is_locomo_run, published_locomo
+from memory_lab.results.read import Results, read_results, summarize, summarize_by_category
+from memory_lab.scoring.stats import holm, mcnemar_exact, paired_difference_ci
+from memory_lab.views.charts import CHARTS, chart_style, memory_order
+from memory_lab.views.headline import headline
+from memory_lab.views.tables import summary_notes
+
+REPORT_FILE = "report.html"
+
+
+def paired_comparison(results: Results) -> pd.DataFrame:
+    """Every pair of memories on the probes both answered: counts, difference, CI, McNemar p."""
+    probes = results.probes
+    if probes.empty:
+        return pd.DataFrame()
+    wide = probes.pivot_table(
+        index=["dialogue", "probe_id"], columns="memory", values="correct", aggfunc="first"
+    )
+    rows = []
+    memories = [m for m in memory_order(results) if m in wide.columns]
+    for first, second in itertools.combinations(memories, 2):
+        pair = wide[[first, second]].dropna().astype(bool)
+        x, y = pair[first], pair[second]
+        a, b, c, d = (int(v.sum()) for v in (x & y, x & ~y, ~x & y, ~x & ~y))
+        n = a + b + c + d
+        low, high = paired_difference_ci(a, b, c, d)
+        rows.append(
+            {
+                "memory_a": first,
+                "memory_b": second,
+                "probes": n,
+                "accuracy_a": (a + b) / n if n else math.nan,
+                "accuracy_b": (a + c) / n if n else math.nan,
+                "difference": (b - c) / n if n else math.nan,
+                "ci_low": low,
+                "ci_high": high,
+                "only_a": b,
+                "only_b": c,
+                "p_mcnemar": mcnemar_exact(b, c),
+            }
+        )
+    frame = pd.DataFrame(rows)
+    if len(frame):
+        frame["p_holm"] = holm(list(frame["p_mcnemar"]))
+    return frame
+
+
+def _svg_data_uri(fig) -> str:
+    buffer = io.BytesIO()
+    with chart_style():
+        fig.savefig(buffer, format="svg", metadata={"Date": None})
+    return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _pct(x: float, digits: int = 1) -> str:
+    return (
+        "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}%"
+    )
+
+
+EMPTY = "–"  # a cell with no data
+
+
+def _table(header: list[str], rows: list[list[str]], attrs: str = "") -> str:
+    """An HTML table of escaped cells; a column (other than the first) with no data in any row
+    is left out, and named in a line under the table."""
+    keep = [
+        i
+        for i in range(len(header))
+        if i == 0 or not rows or any(r[i] not in (EMPTY, "") for r in rows)
+    ]
+    hidden = [header[i] for i in range(len(header)) if i not in keep]
+    head = "".join(f"<th>{escape(header[i])}</th>" for i in keep)
+    body = "\n".join("<tr>" + "".join(f"<td>{r[i]}</td>" for i in keep) + "</tr>" for r in rows)
+    table = f"<table {attrs}><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
+    if hidden:
+        table += f"<p class=note>No data, so not shown: {escape(', '.join(hidden))}.</p>"
+    return table
+
+
+def _run_section(spec: RunSpec | None, name: str | None = None) -> str:
+    spec = spec if spec is not None else RunSpec.read({})  # no run.json: every field absent
+    models, pricing = spec.models, spec.pricing
+
+    def model(name: str) -> str | None:  # as recorded; None when run.json has no models
+        return None if name in models.absent else str(getattr(models, name))
+
+    items = [
+        ("run id", spec.run_id),
+        ("started", spec.started),
+        ("finished", spec.finished),
+        ("status", None if "status" in spec.absent else spec.status),
+        ("mode", spec.mode),
+        ("answering model", f"{model('llm')} ({models.llm_model})"),
+        ("memory LLM", f"{model('memory_llm')} ({models.memory_llm_model})"),
+        ("embeddings", model("embeddings")),
+        ("tokenizer", models.tokenizer),
+        ("priced as", f"{pricing.llm_model} / {pricing.embeddings_model}"),
+        ("context limit", spec.context_limit_text),
+        ("dialogue sources", ", ".join(spec.dialogue_sources)),
+        ("python / platform", f"{spec.python} / {spec.platform}"),
+    ]
+    params = [[escape(k), escape(str(v))] for k, v in items if v not in (None, "")]
+    specs = [
+        [escape(s.label), escape(s.name), escape(json.dumps(s.params))] for s in spec.memory_specs
+    ]
+    dialogues = [
+        [escape(d.id), escape(str(d.language)), str(d.turns), str(d.probes)] for d in spec.dialogues
+    ]
+    title = "Run parameters" + (f" — {name}" if name else "")
+    return (
+        f'<h2 id="run-{escape(name or "", True)}">{escape(title)}</h2>'
+        + _table(["parameter", "value"], params)
+        + "<h3>Memories</h3>"
+        + _table(["memory", "factory", "parameters"], specs)
+        + "<h3>Dialogues</h3>"
+        + _table(["dialogue", "language", "turns", "probes"], dialogues)
+    )
+
+
+def _summary_section(summary: pd.DataFrame, notes: list[str]) -> str:
+    rows = [
+        [
+            escape(r["memory"]),
+            str(r["answerable"]),
+            _pct(r["evidence_recall"]),
+            _pct(r["context_hit_rate"]),
+            f"{_pct(r['accuracy'])} [{_pct(r['accuracy_low'])}–{_pct(r['accuracy_high'])}]",
+            _pct(r["abstention_accuracy"]),
+            _pct(r["stale_rate"]),
+            f"{r['mean_prompt_tokens']:.0f}",
+            f"{r['memory_tokens']:,}",
+            f"{r['total_tokens']:,}",
+            f"{r['est_cost_usd']:.4f}",
+            f"{r['seconds']:.1f}",
+        ]
+        for r in summary.to_dict("records")
+    ]
+    header = [
+        "memory",
+        "answerable probes",
+        "evidence recall",
+        "answer in context",
+        "recall (95% Wilson CI)",
+        "abstention accuracy",
+        "stale",
+        "prompt/turn",
+        "mem tokens",
+        "total tokens",
+        "est. cost $",
+        "sec",
+    ]
+    return (
+        '<h2 id="summary">Summary</h2>'
+        + _table(header, rows, 'class="num" id=summary-table')
+        + "".join(f"<p class=note>{escape(note)}</p>" for note in notes)
+    )
+
+
+def _num(x: Any, digits: int = 3) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _ms(x: Any) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x * 1000:,.1f}"
+
+
+def _judge_cell(r: dict[str, Any]) -> str:
+    mean = r.get("judge_accuracy")
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "–"
+    sd = r.get("judge_accuracy_sd")
+    spread = "" if sd is None or (isinstance(sd, float) and math.isnan(sd)) else f" ± {_pct(sd)}"
+    return _pct(mean) + spread
+
+
+METRICS_NOTE = (
+    "The field's metrics, each by its source's definition: J is the judge's accuracy (mean ± "
+    "sample sd over --judge-runs); F1 LoCoMo is LoCoMo's own (task_eval/evaluation.py: Porter "
+    "stems, multiset overlap, its per-category rules); F1 mem0, BLEU-1 and EM are mem0's "
+    "(evaluation/metrics/utils.py: token sets; NLTK BLEU-1 with smoothing 1). Search is the "
+    "memory read for a probe's prompt, total adds the answering call; p50/p95 by linear "
+    "interpolation (numpy's default). Tokens held: what the memory holds at the dialogue's end."
+)
+
+
+CONVERSATIONAL_NOTE = (
+    "Low by construction: F1, BLEU-1 and EM compare the whole reply with a short gold answer, "
+    "so a conversational reply scores low even when it is right (and EM is near 0). "
+    "memory-lab run --answer-style short asks for a short phrase, the style LoCoMo's and Mem0's "
+    "papers score."
+)
+
+
+OFFLINE_JUDGE_NOTE = (
+    "J is the offline judge's (a stand-in for an LLM judge that runs without a key), not a "
+    "chat model's verdict."
+)
+
+
+def style_note(runs: list[Results], names: list[str]) -> str:
+    """``CONVERSATIONAL_NOTE`` when a run answered in the conversational style (run.json's
+    answer_style; runs from before the option were conversational), naming those runs when
+    only some did; empty when none did."""
+    styles = [(r.spec.answer_style if r.spec is not None else None) or "conversation" for r in runs]
+    chatty = [n for n, style in zip(names, styles, strict=True) if style == "conversation"]
+    if not chatty:
+        return ""
+    if len(chatty) == len(runs):
+        return CONVERSATIONAL_NOTE
+    return f"{', '.join(chatty)} answered conversationally. {CONVERSATIONAL_NOTE}"
+
+
+def _metrics_section(summary: pd.DataFrame, by_category: pd.DataFrame, note: str = "") -> str:
+    """The field's metrics per memory, then the answer scores per probe category; ``note``
+    explains scores that are low by construction (conversational replies)."""
+    rows = [
+        [
+            escape(r["memory"]),
+            _judge_cell(r),
+            _num(r.get("f1_locomo")),
+            _num(r.get("f1_mem0")),
+            _num(r.get("bleu1")),
+            _num(r.get("exact_match")),
+            _ms(r.get("search_seconds_p50")),
+            _ms(r.get("search_seconds_p95")),
+            _ms(r.get("total_seconds_p50")),
+            _ms(r.get("total_seconds_p95")),
+            _num(r.get("tokens_per_query"), 0),
+            _num(r.get("memory_tokens_held"), 0),
+        ]
+        for r in summary.to_dict("records")
+    ]
+    header = [
+        "memory",
+        "J",
+        "F1 LoCoMo",
+        "F1 mem0",
+        "BLEU-1",
+        "EM",
+        "search p50 ms",
+        "search p95 ms",
+        "total p50 ms",
+        "total p95 ms",
+        "tokens/query",
+        "tokens held",
+    ]
+    cat_rows = [
+        [
+            escape(str(r["memory"])),
+            escape(str(r["category"])),
+            escape(str(r["source_category"] or "")),
+            str(r["probes"]),
+            _num(r["f1_locomo"]),
+            _num(r["f1_mem0"]),
+            _num(r["bleu1"]),
+            _pct(r["judge_accuracy"]),
+        ]
+        for r in by_category.to_dict("records")
+    ]
+    cat_header = ["memory", "category", "source", "probes", "F1 LoCoMo", "F1 mem0", "BLEU-1", "J"]
+    return (
+        '<h2 id="metrics">Field metrics</h2>'
+        + (f"<p class=explain>{escape(note)}</p>" if note else "")
+        + _table(header, rows, 'class="num" id=metrics')
+        + f"<p class=note>{escape(METRICS_NOTE)}</p>"
+        + "<h3>By category</h3>"
+        + _table(cat_header, cat_rows, 'class="num" id=metrics-by-category')
+    )
+
+
+def _published_section(probes: pd.DataFrame) -> str:
+    """Other systems' published LoCoMo figures, for runs over LoCoMo only, labelled as such."""
+    if not is_locomo_run(probes):
+        return ""
+    data = published_locomo()
+    rows = [
+        [
+            escape(r["system"]),
+            _pct(r["j"]),
+            f"{r['p95_seconds']:g}",
+            f"{r['tokens_per_query']:,}",
+            escape(r["source"]),  # as text: the report makes no link out
+            escape(r["source_note"]),
+        ]
+        for r in data["rows"]
+    ]
+    header = ["system", "J", "p95 latency s", "tokens/query", "source", "as published"]
+    note = f"{data['about']} Their model: {data['model']} ({data['model_source']})."
+    return (
+        '<h2 id="published">Published figures on LoCoMo (other models, prompts and judges)</h2>'
+        + f"<p class=note>{escape(note)}</p>"
+        + _table(header, rows, "id=published")
+    )
+
+
+def _beam_section(probes: pd.DataFrame) -> str:
+    """Runs over BEAM: BEAM's scores by memory, scale and ability as the offline judge gives
+    them (value nuggets only, labelled offline), the run's evidence recall beside them, and the
+    published figures at the run's scales, labelled as such (``memory-lab beam-scores --judge``
+    gives the judged scores)."""
+    from memory_lab.results.beam_scores import (
+        OFFLINE_LABEL,
+        PROTOCOLS,
+        OfflineBeamGrader,
+        published_rows,
+        score_probes,
+        table_rows,
+    )
+
+    if probes.empty or "probe_metadata" not in probes:
+        return ""
+    rows = score_probes(probes, OfflineBeamGrader(), PROTOCOLS)
+    if not rows:
+        return ""
+    body = [
+        [
+            escape(t["memory"]),
+            escape(t["scale"]),
+            escape(t["ability"]),
+            *(EMPTY if v is None else _pct(v) for v in t["scores"].values()),
+            f"{t['graded']}/{t['items']}",
+            EMPTY if t["recall"] is None else _pct(t["recall"]),
+            f"{t['with_evidence']}/{t['probes']}",
+        ]
+        for t in table_rows(rows)
+    ]
+    header = ["memory", "scale", "ability", *(f"BEAM {p} (offline)" for p in PROTOCOLS)]
+    header += ["rubric items graded", "evidence recall", "probes with evidence"]
+    published = [
+        [escape(r["scale"]), escape(r["system"]), f"{r['score']:.1f}%", escape(r["source"])]
+        for r in published_rows(sorted({r["scale"] for r in rows}))
+    ]
+    return (
+        '<h2 id="beam">BEAM by ability</h2>'
+        + f"<p class=note>{escape(OFFLINE_LABEL)}: a partial, offline measure; evidence recall is "
+        "the offline headline. memory-lab beam-scores --judge MODEL gives BEAM's judged "
+        "scores.</p>"
+        + _table(header, body, 'class="num" id=beam-table')
+        + "<h3>Published BEAM figures (vendors' own numbers, other models, judges and "
+        "protocols; not comparable digit for digit)</h3>"
+        + _table(["scale", "system", "score", "source"], published, "id=published-beam")
+    )
+
+
+def _failures_section(cells: pd.DataFrame) -> str:
+    """The cells that failed, with their errors (their probes are in no figure above)."""
+    if cells.empty or "status" not in cells:
+        return ""
+    failed = cells[cells["status"] == "failed"]
+    if failed.empty:
+        return ""
+    rows = [
+        [escape(str(r["memory"])), escape(str(r["dialogue"])), escape(str(r.get("error") or ""))]
+        for r in failed.to_dict("records")
+    ]
+    count = f"{len(failed)} cell{'s' if len(failed) != 1 else ''} failed"
+    return (
+        '<h2 id="failed">Failed cells</h2>'
+        + f"<p class=note>{count} of {len(cells)}: the records they wrote before failing are "
+        "in the figures, the probes they did not reach are not.</p>"
+        + _table(["memory", "dialogue", "error"], rows)
+    )
+
+
+def chart_uris(results: Results) -> list[dict[str, str]]:
+    """Every chart (``charts.CHARTS``) as an SVG data URI: name, title and uri."""
+    return [
+        {"name": name, "title": name.replace("_", " "), "uri": _svg_data_uri(make(results))}
+        for name, make in CHARTS.items()
+    ]
+
+
+def _charts_section(results: Results) -> str:
+    parts = ['<h2 id="charts">Charts</h2>']
+    for chart in chart_uris(results):
+        parts.append(
+            f'<figure><img class=chart alt="{escape(chart["title"])}" src="{chart["uri"]}">'
+            "</figure>"
+        )
+    return "\n".join(parts)
+
+
+def _pairs_section(pairs: pd.DataFrame) -> str:
+    rows = [
+        [
+            escape(r["memory_a"]),
+            escape(r["memory_b"]),
+            str(r["probes"]),
+            f"{_pct(r['accuracy_a'])} vs {_pct(r['accuracy_b'])}",
+            f"{100 * r['difference']:+.1f} pp "
+            f"[{100 * r['ci_low']:+.1f}, {100 * r['ci_high']:+.1f}]",
+            f"{r['only_a']} / {r['only_b']}",
+            f"{r['p_mcnemar']:.4g}",
+            f"{r['p_holm']:.4g}",
+        ]
+        for r in pairs.to_dict("records")
+    ]
+    header = [
+        "memory A",
+        "memory B",
+        "paired probes",
+        "accuracy A vs B",
+        "A − B (95% CI)",
+        "only A / only B right",
+        "McNemar exact p",
+        "Holm-adjusted p",
+    ]
+    return (
+        '<h2 id="pairs">Paired comparison on the same probes</h2><p class=note>Each pair of '
+        "memories is "
+        "compared on the probes both answered. <b>McNemar exact p</b>: two-sided exact binomial "
+        "test on the discordant probes (only A right vs only B right, p = ½). <b>95% CI</b> of the "
+        "accuracy difference: Newcombe's hybrid score interval for paired proportions (1998, "
+        "method 10, from Wilson intervals with the pairs' correlation). <b>Holm-adjusted p</b> "
+        "corrects for testing every pair.</p>" + _table(header, rows, 'class="num"')
+    )
+
+
+def _probes_section(probes: pd.DataFrame, memories: list[str]) -> str:
+    if probes.empty:
+        return '<h2 id="probes-section">Probes</h2><p>No probes recorded.</p>'
+    categories = sorted(set(probes["category"]))
+    options = "".join(f'<option value="{escape(m, True)}">{escape(m)}</option>' for m in memories)
+    cat_options = "".join(
+        f'<option value="{escape(c, True)}">{escape(c)}</option>' for c in categories
+    )
+    rows = []
+    for r in probes.to_dict("records"):
+        answers = " | ".join(r.get("answers") or []) or "(abstain)"
+        hit = r.get("context_hit")
+        hit_text = (
+            "–"
+            if hit is None or (isinstance(hit, float) and math.isnan(hit))
+            else ("yes" if hit else "no")
+        )
+        rows.append(
+            f'<tr data-memory="{escape(r["memory"], True)}" '
+            f'data-category="{escape(r["category"], True)}" '
+            f'data-correct="{"yes" if r["correct"] else "no"}">'
+            f"<td>{escape(r['memory'])}</td><td>{escape(r['dialogue'])}</td>"
+            f"<td>{escape(r['category'])}</td><td>{escape(str(r['question']))}</td>"
+            f"<td>{escape(answers)}</td><td>{escape(str(r['reply']))}</td>"
+            f'<td class="{"ok" if r["correct"] else "bad"}">{"✓" if r["correct"] else "✗"}</td>'
+            f"<td>{hit_text}</td></tr>"
+        )
+    return f"""<h2 id="probes-section">Probes</h2>
+<div class=filters>
+<input id=q type=search placeholder="filter question, expected, reply…" aria-label="text filter">
+<select id=fmemory aria-label="memory"><option value="">all memories</option>{options}</select>
+<select id=fcategory aria-label="category"><option value="">all categories</option>
+{cat_options}</select>
+<select id=fcorrect aria-label="correct"><option value="">correct or not</option>
+<option value="yes">correct</option><option value="no">wrong</option></select>
+<span id=count></span></div>
+<table id=probes><thead><tr><th>memory</th><th>dialogue</th><th>category</th><th>question</th>
+<th>expected</th><th>reply</th><th>correct</th><th>context hit</th></tr></thead><tbody>
+{chr(10).join(rows)}
+</tbody></table>"""
+
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans CJK KR","Noto Sans KR",
+"Apple SD Gothic Neo","Malgun Gothic",NanumGothic,sans-serif;margin:2rem auto;max-width:1200px;
+padding:0 1rem;color:#222;line-height:1.4}
+table{border-collapse:collapse;margin:.5rem 0 1.5rem;font-size:.9rem}
+th,td{border:1px solid #ddd;padding:.25rem .5rem;vertical-align:top;text-align:left}
+th{background:#f3f3f3;position:sticky;top:0}
+table.num td:not(:first-child):not(:nth-child(2)){text-align:right;white-space:nowrap}
+.note{color:#555;font-size:.85rem;max-width:60rem}
+img.chart{width:min(100%,1000px);height:auto;border:1px solid #eee}
+.filters{display:flex;gap:.5rem;flex-wrap:wrap;align-items:center;margin:.5rem 0}
+.filters input{min-width:20rem;padding:.2rem .4rem}
+td.ok{color:#17803d;font-weight:bold;text-align:center}
+td.bad{color:#b42318;font-weight:bold;text-align:center}
+#headline{background:#f4f7fb;border:1px solid #d7e0ea;border-radius:6px;padding:.2rem 1rem .5rem}
+#headline h2{margin:.6rem 0 .3rem}
+ul.headline li{margin:.25rem 0}
+#toc{font-size:.9rem;margin:.8rem 0}
+#toc ol{display:flex;flex-wrap:wrap;gap:.2rem 1.6rem;padding-left:0;margin:.3rem 0;
+list-style-position:inside}
+.explain{background:#fff8e6;border-left:3px solid #e0a100;padding:.3rem .6rem;max-width:60rem;
+font-size:.9rem}
+th{cursor:pointer}
+th[aria-sort=ascending]::after{content:" ▲"}
+th[aria-sort=descending]::after{content:" ▼"}
+"""
+
+JS = """
+(function(){
+  var q=document.getElementById('q'),m=document.getElementById('fmemory'),
+      c=document.getElementById('fcategory'),k=document.getElementById('fcorrect'),
+      count=document.getElementById('count');
+  if(!q){return;}
+  var rows=Array.prototype.slice.call(document.querySelectorAll('#probes tbody tr'));
+  function apply(){
+    var text=q.value.trim().toLowerCase(),shown=0;
+    rows.forEach(function(r){
+      var ok=(!m.value||r.dataset.memory===m.value)&&(!c.value||r.dataset.category===c.value)
+        &&(!k.value||r.dataset.correct===k.value)
+        &&(!text||r.textContent.toLowerCase().indexOf(text)>=0);
+      r.hidden=!ok; if(ok){shown++;}
+    });
+    count.textContent=shown+' of '+rows.length+' probes shown';
+  }
+  [q,m,c,k].forEach(function(el){el.addEventListener('input',apply);
+    el.addEventListener('change',apply);});
+  apply();
+})();
+(function(){  // every table sorts by a column on a click on its header (numbers as numbers)
+  function key(cell){
+    var t=cell.textContent.trim(),n=parseFloat(t.replace(/[,%$+]/g,''));
+    return isNaN(n)||!/^[-+0-9.,]/.test(t)?t.toLowerCase():n;
+  }
+  document.querySelectorAll('table').forEach(function(table){
+    var heads=table.querySelectorAll('thead th');
+    heads.forEach(function(th,i){th.addEventListener('click',function(){
+      var down=th.getAttribute('aria-sort')==='ascending',body=table.tBodies[0];
+      heads.forEach(function(h){h.removeAttribute('aria-sort');});
+      th.setAttribute('aria-sort',down?'descending':'ascending');
+      var rows=Array.prototype.slice.call(body.rows);
+      rows.sort(function(a,b){
+        var x=key(a.cells[i]),y=key(b.cells[i]);
+        if(typeof x!==typeof y){x=String(x);y=String(y);}
+        return (x<y?-1:x>y?1:0)*(down?-1:1);
+      });
+      rows.forEach(function(r){body.appendChild(r);});
+    });});
+  });
+})();
+"""
+
+
+TOC = [
+    ("headline", "The answer"),
+    ("summary", "Summary"),
+    ("charts", "Charts"),
+    ("pairs", "Paired comparison"),
+    ("metrics", "Field metrics"),
+    ("published", "Published figures"),
+    ("beam", "BEAM by ability"),
+    ("failed", "Failed cells"),
+    ("probes-section", "Probes"),
+]
+
+
+def _headline_section(lines: list[str], notes: list[str]) -> str:
+    lines = "".join(f"<li>{escape(line)}</li>" for line in lines)
+    notes_html = "".join(f"<p class=note>{escape(note)}</p>" for note in notes)
+    return (
+        f'<section id="headline"><h2>The answer</h2><ul class=headline>{lines}</ul>'
+        f"{notes_html}</section>"
+    )
+
+
+def _toc(sections: list[str], runs: list[str]) -> str:
+    """Links to the sections present (by their ids) and to each run's parameters."""
+    body = "\n".join(sections)
+    links = [(i, t) for i, t in TOC if f'id="{i}"' in body]
+    links += [(f"run-{n}", f"Run parameters — {n}" if n else "Run parameters") for n in runs]
+    items = "".join(f'<li><a href="#{escape(i, True)}">{escape(t)}</a></li>' for i, t in links)
+    return f'<nav id="toc"><b>Contents</b><ol>{items}</ol></nav>'
+
+
+def _differences_section(diffs: list[tuple[str, dict[str, str]]], names: list[str]) -> str:
+    if not diffs:
+        return ""
+    rows = [[escape(label)] + [escape(values[n]) for n in names] for label, values in diffs]
+    return "<h3>Settings that differ between the runs</h3>" + _table(
+        ["setting", *names], rows, "id=differences"
+    )
+
+
+def _notes(
+    runs: list[Results],
+    names: list[str],
+    summaries: list[pd.DataFrame],
+    kinds: tuple[str, ...] | None = None,
+) -> list[str]:
+    """The summary's notes (``tables.summary_notes``, from each run's own ``summaries``; of
+    ``kinds`` only, when given) of every run: a note every run shares once, any other naming
+    its run."""
+    said = [
+        (n, note)
+        for r, n, s in zip(runs, names, summaries, strict=True)
+        for kind, note in summary_notes(r.spec, s).items()
+        if kinds is None or kind in kinds
+    ]
+    out = []
+    for name, note in said:
+        everyone = sum(note == other for _, other in said) == len(runs)
+        out.append(note if everyone else f"{name}: {note}")
+    return list(dict.fromkeys(out))
+
+
+def comparison(runs: list[Results], names: list[str]) -> dict[str, Any]:
+    """What a report (or ``memory-lab view``) shows of one or several runs: the combined
+    results, the summary, paired differences on shared probes, the headline and the notes."""
+    results = combine(runs, names)
+    own = [summarize(r) for r in runs]
+    summary = compare_summary(runs, names, own)
+    pairs = paired_comparison(results)
+    pairs = pairs[pairs["probes"] > 0].reset_index(drop=True) if len(pairs) else pairs
+    notes = _notes(runs, names, own)
+    stand_in = _notes(runs, names, own, ("reader",))
+    judges = [r.spec.judge_model for r in runs if r.spec is not None]
+    if any(j is not None and j.offline for j in judges):
+        stand_in.append(OFFLINE_JUDGE_NOTE)
+    return {
+        "results": results,
+        "summary": summary,
+        "pairs": pairs,
+        "notes": notes,
+        "stand_in": stand_in,
+        "headline": headline(summary, pairs),
+        "style_note": style_note(runs, names),
+        "differences": differences(runs, names),
+    }
+
+
+def _render(title: str, runs: list[Results], names: list[str]) -> str:
+    parts = comparison(runs, names)
+    results, summary = parts["results"], parts["summary"]
+    sections = [
+        _headline_section(parts["headline"], parts["stand_in"]),
+        _summary_section(summary, parts["notes"])
+        + _differences_section(parts["differences"], names),
+        _charts_section(results),
+        _pairs_section(parts["pairs"]),
+        _metrics_section(summary, summarize_by_category(results), parts["style_note"]),
+        _published_section(results.probes),
+        _beam_section(results.probes),
+        _failures_section(results.cells),
+        _probes_section(results.probes, memory_order(results)),
+    ]
+    run_names = names if len(runs) > 1 else [""]
+    sections += [_run_section(r.spec, n or None) for r, n in zip(runs, run_names, strict=True)]
+    body = "\n".join(
+        [
+            f"<h1>{escape(title)}</h1>",
+            "<p class=note>Recall is the share of probes answered correctly; costs are estimates "
+            "from the price table named below.</p>",
+            _toc(sections, run_names),
+            *sections,
+        ]
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{CSS}</style></head>\n<body>\n{body}\n"
+        f"<script>{JS}</script>\n</body></html>\n"
+    )
+
+
+def render_report(results: Results) -> str:
+    """The report of a results folder as one HTML string."""
+    return _render(f"memory-lab report — {results.path.name}", [results], [results.path.name])
+
+
+def render_comparison(runs: list[Results], names: list[str]) -> str:
+    """One page comparing several runs (``compare.combine``): memories labelled ``run/memory``."""
+    return _render(f"memory-lab comparison — {', '.join(names)}", runs, names)
+
+
+def _write(path: Path, html: str) -> Path:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(html, "utf-8")
+    tmp.replace(path)
+    return path
+
+
+def write_report(results_dir: str | Path) -> Path:
+    """Write ``report.html`` into the results folder and return its path."""
+    results = read_results(results_dir)
+    return _write(Path(results_dir) / REPORT_FILE, render_report(results))
+
+
+def write_comparison(results_dirs: list[str | Path], out: str | Path) -> Path:
+    """Write one page comparing several results folders to ``out`` and return its path."""
+    paths = [Path(d) for d in results_dirs]
+    runs = [read_results(p) for p in paths]
+    return _write(Path(out), render_comparison(runs, run_names(paths)))

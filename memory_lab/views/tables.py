@@ -1,0 +1,225 @@
+"""The terminal's tables: a run's summary, latency, judge block and recall by category.
+
+They read the frames ``results/read.py`` computes (``summarize``, ``summarize_by_category``) and
+print fixed-width text; nothing here computes a figure of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from memory_lab.log.run_spec import RunSpec
+from memory_lab.results.read import FIELD_SCORES, LATENCY_COLUMNS
+
+Run = RunSpec | dict[str, Any] | None  # a run's spec, or run.json as read (notebooks)
+
+
+def _spec(run: Run) -> RunSpec | None:
+    return RunSpec.read(run, "run.json") if isinstance(run, dict) and run else run or None
+
+
+def _offline_reader(run: Run) -> bool:
+    spec = _spec(run)
+    return spec is not None and spec.reader_model.offline
+
+
+def format_category_table(table: pd.DataFrame) -> str:
+    """Recall (%), then evidence recall (%), per category (rows) and memory (columns) for the
+    terminal; ``-`` where a figure is not defined (recall of a cognitive probe, evidence recall
+    of an abstention probe)."""
+    if table.empty:
+        return ""
+    label = table["category"] + table["source_category"].map(lambda s: f" ({s})" if s else "")
+    blocks = []
+    for column, title in (
+        ("accuracy", "recall % by category"),
+        ("evidence_recall", "evid-recall % by category"),
+    ):
+        wide = table.assign(label=label).pivot(index="label", columns="memory", values=column)
+        wide = wide[list(dict.fromkeys(table["memory"]))]
+        wide.index.name, wide.columns.name = title, None
+        blocks.append((100 * wide).round(1).to_string(na_rep="-"))
+    return "\n\n".join(blocks)
+
+
+def format_summary(summary: pd.DataFrame, run: Run = None) -> str:
+    """The summary as a fixed-width table for the terminal: retrieval first, then recall."""
+    width = max([28, *(len(str(m)) for m in summary.get("memory", []))])
+    header = (
+        f"{'memory':<{width}} {'answerable':>10} {'evid-recall':>11} {'ans-in-ctx':>10} "
+        f"{'recall (95% CI)':>22} {'abstain':>7} {'stale':>6} {'prompt/turn':>11} "
+        f"{'mem tokens':>10} {'total tokens':>12} {'est. cost $':>11} {'sec':>6}"
+    )
+    lines = [header, "-" * len(header)]
+
+    def pct(x: float) -> str:
+        return "   -  " if isinstance(x, float) and math.isnan(x) else f"{100 * x:5.1f}%"
+
+    for r in summary.to_dict("records"):
+        low, high = pct(r["accuracy_low"]).strip(), pct(r["accuracy_high"]).strip()
+        ci = f"{pct(r['accuracy'])} [{low}-{high}]"
+        lines.append(
+            f"{r['memory']:<{width}} {r['answerable']:>10} {pct(r['evidence_recall']):>11} "
+            f"{pct(r['context_hit_rate']):>10} {ci:>22} {pct(r['abstention_accuracy']):>7} "
+            f"{pct(r['stale_rate']):>6} {r['mean_prompt_tokens']:>11.0f} {r['memory_tokens']:>10,} "
+            f"{r['total_tokens']:>12,} {r['est_cost_usd']:>11.4f} {r['seconds']:>6.1f}"
+        )
+    lines += format_latency(summary, width)
+    spec = _spec(run)
+    notes = summary_notes(spec, summary)
+    lines += [notes[k] for k in ("reader", "price", "window") if k in notes]
+    lines += format_judge_summary(summary, spec)  # --judge: J, its spread and agreement
+    return "\n".join(lines)
+
+
+def summary_notes(run: Run, summary: pd.DataFrame | None = None) -> dict[str, str]:
+    """The notes under a run's summary table, by kind: ``reader`` (recall is the offline
+    reader's, when it is), ``price`` (what est. cost is priced as, when run.json names it) and
+    ``window`` (the context limit and, from the run's ``summary``, what it cut: ``window_note``).
+    The terminal prints them under its table, the report under its own."""
+    spec = _spec(run)
+    notes = {}
+    if _offline_reader(spec):
+        notes["reader"] = (
+            "recall and abstain are the offline reader's (an extractive instrument, not a chat "
+            "model); evid-recall and ans-in-ctx do not depend on it."
+        )
+    if spec is not None and spec.pricing.llm_model:
+        notes["price"] = (
+            f"est. cost is an estimate: LLM tokens priced as {spec.pricing.llm_model}, "
+            f"embedded tokens as {spec.pricing.embeddings_model} (memory_lab/data/prices.json)."
+        )
+    window = window_note(spec, summary)
+    if window:
+        notes["window"] = window
+    return notes
+
+
+def compact(tokens: float) -> str:
+    """A token count as a note says it: 950, 12,400, 312K, 3.1M."""
+    if tokens >= 1e6:
+        return f"{tokens / 1e6:.1f}M"
+    return f"{tokens / 1e3:.0f}K" if tokens >= 1e5 else f"{tokens:,.0f}"
+
+
+def window_note(spec: RunSpec | None, summary: pd.DataFrame | None) -> str | None:
+    """The run's context limit (``windows.describe``) and, per memory whose prompts it cut, how
+    many and how many tokens: beyond the window a "full context" is a truncated one. None for a
+    run that recorded no limit and no source (before both were recorded)."""
+    if spec is None or (spec.context_limit is None and "context_limit_source" in spec.absent):
+        return None
+    note = f"context limit: {spec.context_limit_text}"
+    if spec.context_limit is None:
+        return note + "; no prompt was cut."
+    rows = [] if summary is None or "prompts_cut" not in summary else summary.to_dict("records")
+    cut = [r for r in rows if r["prompts_cut"] and not pd.isna(r["prompts_cut"])]
+    if not cut:
+        return note + "; no prompt was cut."
+    parts = []
+    for r in cut:
+        tokens = r["context_cut_tokens"]
+        told = "tokens cut not recorded" if pd.isna(tokens) else f"{compact(tokens)} tokens cut"
+        parts.append(f"{r['memory']}: {r['prompts_cut']:,} of {r['prompts']:,} prompts cut, {told}")
+    return (
+        f'{note}. {"; ".join(parts)}. Beyond the limit a memory\'s "full context" is a '
+        "truncated context: its oldest text was dropped."
+    )
+
+
+def format_latency(summary: pd.DataFrame, width: int = 28) -> list[str]:
+    """The latency and footprint block under the summary table (``LATENCY_COLUMNS``), times in
+    milliseconds (``summary.csv`` keeps seconds)."""
+    if not all(c in summary for c in LATENCY_COLUMNS):
+        return []
+    header = (
+        f"{'memory':<{width}} {'search p50 ms':>13} {'search p95 ms':>13} {'total p50 ms':>12} "
+        f"{'total p95 ms':>12} {'tokens/query':>12} {'tokens held':>11}"
+    )
+    lines = ["", header, "-" * len(header)]
+
+    def num(x: float, spec: str, scale: float = 1.0) -> str:
+        missing = x is None or (isinstance(x, float) and math.isnan(x))
+        return "-" if missing else format(x * scale, spec)
+
+    for r in summary.to_dict("records"):
+        ms = [num(r[c], ",.1f", 1000) for c in LATENCY_COLUMNS[:4]]
+        lines.append(
+            f"{r['memory']:<{width}} {ms[0]:>13} {ms[1]:>13} {ms[2]:>12} {ms[3]:>12} "
+            f"{num(r['tokens_per_query'], ',.0f'):>12} {num(r['memory_tokens_held'], ',.0f'):>11}"
+        )
+    lines += [
+        "search: the memory read per probe; total: search + the answering call; p50/p95 by",
+        "linear interpolation (numpy's default); tokens held: mean footprint at dialogue end.",
+    ]
+    return lines
+
+
+def format_reader_line(table: pd.DataFrame, run: Run = None) -> str:
+    """One line: the answering model's accuracy when the answer was in its prompt, by language."""
+    if table.empty:
+        return ""
+    who = "offline reader" if _offline_reader(run) else "answering model"
+    parts = ", ".join(
+        f"{r['language']} {100 * r['reader_accuracy']:.1f}% of {r['probes_with_hit']}"
+        for r in table.to_dict("records")
+    )
+    return f"{who}, accuracy on probes with the answer in its prompt: {parts}"
+
+
+def format_judge_summary(summary: pd.DataFrame, run: Run = None) -> list[str]:
+    """Lines for the terminal: J mean ± sd per grading prompt beside string recall, the field's
+    answer scores when the summary has them, and kappa; nothing for a run without a judge."""
+    spec = _spec(run)
+    judge = (spec.judge if spec is not None else None) or {}
+    if "judge_accuracy" not in summary.columns or not judge:
+        return []
+    prompts = judge.get("prompts") or [
+        {"label": "p1", "file": judge.get("prompt_file"), "version": judge.get("prompt_version")}
+    ]
+    labels = [p["label"] for p in prompts]
+    scores = [c for c in FIELD_SCORES if c in summary.columns]
+    width = max([12, *(len(str(m)) for m in summary["memory"])])
+
+    def pct(x: Any) -> str:
+        return "-" if x is None or pd.isna(x) else f"{100 * x:.1f}%"
+
+    def num(x: Any) -> str:
+        return "-" if x is None or pd.isna(x) else f"{round(x, 2) + 0.0:.2f}"  # never "-0.00"
+
+    def cell(label: str, r: dict[str, Any]) -> str:
+        suffix = "" if label == labels[0] else f"_{label}"
+        mean, sd = r.get(f"judge_accuracy{suffix}"), r.get(f"judge_accuracy_sd{suffix}")
+        shown = pct(mean)
+        if mean is not None and not pd.isna(mean):
+            shown += " ± " + ("-" if sd is None or pd.isna(sd) else f"{100 * sd:.1f}")
+        return shown
+
+    head = [f"{'memory':<{width}}", f"{'recall':>7}", *(f"{c:>9}" for c in scores)]
+    for label in labels:
+        head += [f"{'J ' + label + ' (mean ± sd)':>19}", f"{'κ ' + label + '~recall':>12}"]
+    head += [f"{'κ ' + labels[0] + '~' + label:>9}" for label in labels[1:]]
+    runs = int(judge.get("runs") or 1)
+    named = "; ".join(f"{p['label']} = {p.get('file')} ({p.get('version')})" for p in prompts)
+    lines = [
+        "",
+        f"judge ({spec.judge_model}): temperature {judge.get('temperature', 0.0):g}, "
+        f"{runs} run(s) per prompt; {named}",
+        " ".join(head),
+    ]
+    for r in summary.to_dict("records"):
+        parts = [f"{r['memory']:<{width}}", f"{pct(r['accuracy']):>7}"]
+        parts += [f"{num(r.get(c)):>9}" for c in scores]
+        for label in labels:
+            suffix = "" if label == labels[0] else f"_{label}"
+            parts += [f"{cell(label, r):>19}", f"{num(r.get(f'judge_kappa{suffix}')):>12}"]
+        parts += [f"{num(r.get(f'judge_kappa_{labels[0]}_{label}')):>9}" for label in labels[1:]]
+        lines.append(" ".join(parts))
+    lines.append(
+        "J: judge accuracy over answerable probes, mean ± sample sd (n-1) over runs, in "
+        "points; κ: Cohen's kappa of each prompt's majority verdict against string match "
+        "(recall) or the first prompt's ('-': undefined, every label the same)."
+    )
+    return lines
