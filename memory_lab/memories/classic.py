@@ -29,7 +29,7 @@ from memory_lab.memories.protocol import (
 from memory_lab.memories.registry import ParamDoc, register_memory
 from memory_lab.models.prompt import INPUT_KEY, MEMORY_KEY, OUTPUT_KEY
 
-_COMMON = {"memory_key": MEMORY_KEY, "input_key": INPUT_KEY}
+LANGCHAIN_KEYS = {"memory_key": MEMORY_KEY, "input_key": INPUT_KEY}  # every classic memory's
 
 
 class ClassicMemory:
@@ -129,7 +129,8 @@ def _wrapped(memory: BaseMemory, res: Any, name: str) -> ClassicMemory:
     return _with_timestamps(ClassicMemory(memory, name), res, name)
 
 
-def _messages(memory: Any) -> dict[str, Any]:
+def message_count(memory: Any) -> dict[str, Any]:
+    """The stats of a memory holding a chat history: how many messages it holds."""
     return {"messages": len(memory.chat_memory.messages)}
 
 
@@ -155,8 +156,8 @@ def classic_held(memory: Any) -> list[str]:
 def buffer(res: MemoryResources) -> ClassicMemory:
     from langchain_classic.memory import ConversationBufferMemory
 
-    memory = ConversationBufferMemory(**_COMMON, return_messages=False)
-    return ClassicMemory(memory, "buffer", "verbatim", _messages)
+    memory = ConversationBufferMemory(**LANGCHAIN_KEYS, return_messages=False)
+    return ClassicMemory(memory, "buffer", "verbatim", message_count)
 
 
 @register_memory(
@@ -167,8 +168,8 @@ def buffer(res: MemoryResources) -> ClassicMemory:
 def window(res: MemoryResources, k: int = 5) -> ClassicMemory:
     from langchain_classic.memory import ConversationBufferWindowMemory
 
-    memory = ConversationBufferWindowMemory(**_COMMON, k=k, return_messages=False)
-    return ClassicMemory(memory, "window", "verbatim", _messages)
+    memory = ConversationBufferWindowMemory(**LANGCHAIN_KEYS, k=k, return_messages=False)
+    return ClassicMemory(memory, "window", "verbatim", message_count)
 
 
 @register_memory(
@@ -180,7 +181,7 @@ def window(res: MemoryResources, k: int = 5) -> ClassicMemory:
 def summary(res: MemoryResources) -> ClassicMemory:
     from langchain_classic.memory import ConversationSummaryMemory
 
-    memory = ConversationSummaryMemory(**_COMMON, llm=res.memory_llm, return_messages=False)
+    memory = ConversationSummaryMemory(**LANGCHAIN_KEYS, llm=res.memory_llm, return_messages=False)
     return ClassicMemory(
         memory, "summary", "summary", lambda m: {"summary": m.buffer}, lambda m: [m.buffer]
     )
@@ -197,13 +198,13 @@ def summary_buffer(res: MemoryResources, max_token_limit: int = 600) -> ClassicM
     from langchain_classic.memory import ConversationSummaryBufferMemory
 
     memory = ConversationSummaryBufferMemory(
-        **_COMMON, llm=res.memory_llm, max_token_limit=max_token_limit, return_messages=False
+        **LANGCHAIN_KEYS, llm=res.memory_llm, max_token_limit=max_token_limit, return_messages=False
     )
     return ClassicMemory(
         memory,
         "summary_buffer",
         "verbatim",
-        lambda m: {"summary": m.moving_summary_buffer, **_messages(m)},
+        lambda m: {"summary": m.moving_summary_buffer, **message_count(m)},
     )
 
 

@@ -18,7 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, get_buffer_string
 from langchain_core.outputs import ChatResult
 
-from memory_lab.memories.classic import _COMMON, ClassicMemory, _messages, message_texts
+from memory_lab.memories.classic import LANGCHAIN_KEYS, ClassicMemory, message_count, message_texts
 from memory_lab.memories.protocol import Exchange, Item, MemoryResources, Query, Recall
 from memory_lab.memories.registry import ParamDoc, register_memory
 from memory_lab.models.prompt import INPUT_KEY, MEMORY_KEY
@@ -59,12 +59,12 @@ def token_buffer(res: MemoryResources, max_token_limit: int = 600) -> ClassicMem
     from langchain_classic.memory import ConversationTokenBufferMemory
 
     memory = ConversationTokenBufferMemory(
-        **_COMMON,
+        **LANGCHAIN_KEYS,
         llm=BufferTokenCounter(count=res.count_tokens),
         max_token_limit=max_token_limit,
         return_messages=False,
     )
-    return ClassicMemory(memory, "token_buffer", "verbatim", _messages)
+    return ClassicMemory(memory, "token_buffer", "verbatim", message_count)
 
 
 class EntityMemory(ClassicMemory):
@@ -152,7 +152,7 @@ def entity(
         memory,
         "entity",
         "fact",
-        lambda m: {"entities": entity_summaries(m.entity_store), **_messages(m)},
+        lambda m: {"entities": entity_summaries(m.entity_store), **message_count(m)},
         lambda m: [
             *(f"{name}: {text}" for name, text in entity_summaries(m.entity_store).items()),
             *message_texts(m.buffer[-m.k * 2 :]),  # the exchanges it shows and reads
@@ -175,12 +175,12 @@ def knowledge_triples(graph: Any) -> list[list[str]]:
 def kg(res: MemoryResources, k: int = 2) -> ClassicMemory:
     from langchain_community.memory.kg import ConversationKGMemory
 
-    memory = ConversationKGMemory(**_COMMON, llm=res.memory_llm, k=k, return_messages=False)
+    memory = ConversationKGMemory(**LANGCHAIN_KEYS, llm=res.memory_llm, k=k, return_messages=False)
     return ClassicMemory(
         memory,
         "kg",
         "fact",
-        lambda m: {"triples": knowledge_triples(m.kg), **_messages(m)},
+        lambda m: {"triples": knowledge_triples(m.kg), **message_count(m)},
         lambda m: [
             *(" ".join(triple) for triple in knowledge_triples(m.kg)),
             *message_texts(m.chat_memory.messages[-m.k * 2 :]),  # what its prompts read

@@ -55,7 +55,7 @@ _NEXT_ID: contextvars.ContextVar[Callable[[], uuid.UUID] | None] = contextvars.C
 )
 
 
-class _CellIds:
+class CellIds:
     """``uuid`` for LangMem's extraction module: ``uuid4`` from the cell's counter while a
     cell's manager runs (a context variable, so cells in threads keep apart), else random."""
 
@@ -74,8 +74,8 @@ def _install_cell_ids() -> None:
     from langmem.knowledge import extraction
 
     with _IDS_LOCK:
-        if not isinstance(extraction.uuid, _CellIds):
-            extraction.uuid = _CellIds()
+        if not isinstance(extraction.uuid, CellIds):
+            extraction.uuid = CellIds()
 
 
 def _manager_class() -> type:

@@ -47,7 +47,7 @@ from typing import Any, Literal
 
 from memory_lab.errors import ConfigError
 from memory_lab.memories.chroma import STACK as CHROMA_STACK
-from memory_lab.memories.langmem import _CellIds
+from memory_lab.memories.langmem import CellIds
 from memory_lab.memories.lg_backends import (
     EMBEDDING_DIMS,
     POSTGRES_RESOURCE,
@@ -75,7 +75,7 @@ _NEXT_ID: contextvars.ContextVar[Any] = contextvars.ContextVar("mem0_next_id", d
 _DATE: contextvars.ContextVar[str | None] = contextvars.ContextVar("mem0_date", default=None)
 
 
-class _Mem0Ids(_CellIds):
+class _Mem0Ids(CellIds):
     """``uuid`` for mem0's ``memory.main``: ``uuid4`` from the cell's counter while it adds."""
 
     def uuid4(self) -> uuid.UUID:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,13 @@ from pydantic import BaseModel
 
 from memory_lab.models.langchain_prompts import langchain_memory_reply
 from memory_lab.models.offline_base import chat_result
-from memory_lab.models.offline_rules import Request, RuleScript, numbered, recognised
+from memory_lab.models.offline_rules import (
+    Request,
+    RuleScript,
+    RuleSettings,
+    numbered,
+    recognised,
+)
 from memory_lab.models.offline_rules.facts import PREFERENCE, stored_key
 from memory_lab.models.offline_summarizer import (
     OfflineSummarizer,
@@ -62,19 +68,18 @@ class ToolRule:
     args: tuple[tuple[str, str], ...] = (("content", "{sentence}"),)
 
 
+@dataclass(frozen=True)
 class DeclaredRules(RuleScript):
-    """The model's own ``tool_rules`` (none: a reply without tool calls)."""
+    """A model's own ``tool_rules`` (none: a reply without tool calls), by its ``tool_calls``."""
 
+    tool_calls: Callable[[str, tuple[str, ...]], list[dict[str, Any]]]
     name = "declared tool rules"
 
     def recognises(self, request: Request) -> bool:
         return bool(request.tools)
 
-    def calls(self, request: Request, model: OfflineMemoryModel) -> list[dict[str, Any]]:
-        return model.tool_calls(request.last_human(), request.tools)
-
-
-DECLARED_RULES = DeclaredRules()
+    def calls(self, request: Request, settings: RuleSettings) -> list[dict[str, Any]]:
+        return self.tool_calls(request.last_human(), request.tools)
 
 
 class OfflineMemoryModel(OfflineSummarizer):
@@ -142,7 +147,7 @@ class OfflineMemoryModel(OfflineSummarizer):
         request = Request(list(messages), tuple(t["function"]["name"] for t in tools or ()))
         script = self.script_for(request)
         if script is not None:
-            return script.answer(request, self)
+            return script.answer(request, RuleSettings(self.min_fact_score))
         prompt = request.prompt
         if structured_output is not None and task_of(prompt) is None:
             facts = self.fit_facts(structured_output, prompt, known_facts(prompt))
@@ -153,9 +158,10 @@ class OfflineMemoryModel(OfflineSummarizer):
         """The rules answering ``request``: the declared ``tool_rules`` when tools are bound
         and rules declared, else a recognised memory system's script, else the declared rules
         (none) when tools are bound; None for a text reply."""
+        declared = DeclaredRules(self.tool_calls)
         if request.tools and self.tool_rules:
-            return DECLARED_RULES
-        return recognised(request) or (DECLARED_RULES if request.tools else None)
+            return declared
+        return recognised(request) or (declared if request.tools else None)
 
     # ------------------------------------------------------------------ text replies
 

@@ -107,7 +107,7 @@ def _records(path: Path, budget: ReadBudget) -> list[tuple[str, Any]]:
         raise import_error(str(path), None, "file", f"not a readable zip: {exc}") from None
 
 
-def _samples(path: Path, budget: ReadBudget | None = None) -> list[tuple[str, dict[str, Any]]]:
+def read_samples(path: Path, budget: ReadBudget | None = None) -> list[tuple[str, dict[str, Any]]]:
     """Every LoCoMo record of ``path``, read within ``budget`` (64 MiB by default)."""
     out = []
     for name, data in _records(path, budget or ReadBudget()):
@@ -153,7 +153,7 @@ def _convert(
     sample_id = str(sample_id)
     conv = conversation(name, sample_id, record)
     speaker_a = conv["speaker_a"]
-    sessions = _sessions(name, sample_id, conv, report)
+    sessions = sample_sessions(name, sample_id, conv, report)
     if not sessions:
         report.skip(sample_id, "conversation has no sessions")
         return None
@@ -182,7 +182,7 @@ def _convert(
     }
 
 
-def _sessions(
+def sample_sessions(
     name: str, sample_id: str, conv: dict[str, Any], report: LocomoReport
 ) -> list[dict[str, Any]]:
     """The record's ``session_N`` lists as dialogue sessions in session order; sessions without
@@ -336,7 +336,7 @@ def import_locomo(
         )
     report = LocomoReport("locomo", str(path))
     documents = []
-    for i, (name, record) in enumerate(_samples(path, budget)):
+    for i, (name, record) in enumerate(read_samples(path, budget)):
         doc = _convert(name, i, record, CATEGORY_MAPS[categories], report)
         if doc is not None:
             documents.append(doc)

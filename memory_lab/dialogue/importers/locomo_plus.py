@@ -32,7 +32,7 @@ from memory_lab.dialogue.importers.common import (
     read_json,
     slug,
 )
-from memory_lab.dialogue.importers.locomo import _samples, _sessions, conversation
+from memory_lab.dialogue.importers.locomo import conversation, read_samples, sample_sessions
 from memory_lab.text.limits import ReadBudget
 
 PLUS_FILE = "data/locomo_plus.json"  # in a Locomo-Plus checkout
@@ -164,10 +164,10 @@ def _plus_samples(name: str, data: Any) -> list[dict[str, str]]:
 def _hosts(path: Path, budget: ReadBudget, report: LocomoPlusReport) -> list[Host]:
     """Every LoCoMo conversation of ``path`` with its sessions and parsed session times."""
     hosts = []
-    for i, (name, record) in enumerate(_samples(path, budget)):
+    for i, (name, record) in enumerate(read_samples(path, budget)):
         sample_id = str(record.get("sample_id") or f"conv-{i}")
         conv = conversation(name, sample_id, record)
-        sessions = _sessions(name, sample_id, conv, report)  # type: ignore[arg-type]
+        sessions = sample_sessions(name, sample_id, conv, report)  # type: ignore[arg-type]
         times = []
         for session in sessions:
             key = f"conversation.{session['id'].replace('-', '_')}_date_time"

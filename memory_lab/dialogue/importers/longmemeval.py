@@ -35,7 +35,7 @@ _REQUIRED = ("question_id", "question_type", "question", "haystack_sessions")
 
 
 def _convert(name: str, index: int, item: Any, report: ImportReport) -> dict[str, Any] | None:
-    qid = _checked_id(name, index, item)
+    qid = _check_record(name, index, item)
     answer = item.get("answer")
     abstention = qid.endswith("_abs")
     qtype = item["question_type"]
@@ -91,9 +91,9 @@ def _convert(name: str, index: int, item: Any, report: ImportReport) -> dict[str
     }
 
 
-def _checked_id(name: str, index: int, item: Any) -> str:
-    """The question id of a record whose fields have the types an import needs; DialogueError
-    naming the record and the field otherwise."""
+def _check_record(name: str, index: int, item: Any) -> str:
+    """Check that a record's fields have the types an import needs (DialogueError naming the
+    record and the field otherwise); the record's question id."""
     if not isinstance(item, dict):
         raise import_error(name, f"record {index}", "record", "must be an object")
     qid = item.get("question_id", f"record {index}")

@@ -9,12 +9,26 @@ shared shape; ``facts`` what they count as a fact about the user.
 
 from __future__ import annotations
 
-from memory_lab.models.offline_rules.base import DONE_REPLY, Request, RuleScript, numbered
+from memory_lab.models.offline_rules.base import (
+    DONE_REPLY,
+    Request,
+    RuleScript,
+    RuleSettings,
+    numbered,
+)
 from memory_lab.models.offline_rules.langmem import LangMemScript
 from memory_lab.models.offline_rules.mem0 import Mem0Script
 from memory_lab.models.offline_rules.memgpt import MemGPTScript
 
-__all__ = ["DONE_REPLY", "SCRIPTS", "Request", "RuleScript", "numbered", "recognised"]
+__all__ = [
+    "DONE_REPLY",
+    "SCRIPTS",
+    "Request",
+    "RuleScript",
+    "RuleSettings",
+    "numbered",
+    "recognised",
+]
 
 SCRIPTS: tuple[RuleScript, ...] = (MemGPTScript(), LangMemScript(), Mem0Script())
 

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.outputs import ChatResult
 
 from memory_lab.models.offline_base import chat_result
 
-if TYPE_CHECKING:
-    from memory_lab.models.offline_memory import OfflineMemoryModel
-
 DONE_REPLY = "No memory tools needed."  # a reply without tool calls (the agent loop ends)
+
+
+@dataclass(frozen=True)
+class RuleSettings:
+    """What the rule scripts read of the model that follows them: a user sentence is a fact
+    when its informativeness reaches ``min_fact_score`` (or it states a preference)."""
+
+    min_fact_score: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -68,13 +73,13 @@ class RuleScript:
     def recognises(self, request: Request) -> bool:
         raise NotImplementedError
 
-    def calls(self, request: Request, model: OfflineMemoryModel) -> list[dict[str, Any]]:
+    def calls(self, request: Request, settings: RuleSettings) -> list[dict[str, Any]]:
         raise NotImplementedError
 
-    def answer(self, request: Request, model: OfflineMemoryModel) -> ChatResult:
+    def answer(self, request: Request, settings: RuleSettings) -> ChatResult:
         if request.after_tool_results:
             return tool_reply(request.prompt, [])
-        return tool_reply(request.prompt, self.calls(request, model), self.idle)
+        return tool_reply(request.prompt, self.calls(request, settings), self.idle)
 
 
 def numbered(calls: list[dict[str, Any]], name: str, **args: Any) -> None:

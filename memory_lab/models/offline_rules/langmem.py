@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memory_lab.models.offline_rules.base import Request, RuleScript, numbered
+from memory_lab.models.offline_rules.base import Request, RuleScript, RuleSettings, numbered
 from memory_lab.models.offline_rules.facts import FIRST_PERSON, personal_fact, stored_key
 from memory_lab.models.offline_summarizer import speaker_sentences
-
-if TYPE_CHECKING:
-    from memory_lab.models.offline_memory import OfflineMemoryModel
 
 # LangMem's memory schema and trustcall's own tools (patches, deletes, error repairs)
 TOOLS = frozenset({"Memory", "PatchDoc", "RemoveDoc", "PatchFunctionErrors"})
@@ -70,10 +67,10 @@ class LangMemScript(RuleScript):
     def recognises(self, request: Request) -> bool:
         return bool(TOOLS & set(request.tools))
 
-    def calls(self, request: Request, model: OfflineMemoryModel) -> list[dict[str, Any]]:
+    def calls(self, request: Request, settings: RuleSettings) -> list[dict[str, Any]]:
         prompt = request.prompt
         return langmem_calls(
-            session_user_sentences(prompt), existing_memories(prompt), request.tools, model
+            session_user_sentences(prompt), existing_memories(prompt), request.tools, settings
         )
 
 
@@ -81,7 +78,7 @@ def langmem_calls(
     sentences: list[str],
     existing: list[tuple[str, str]],
     bound: tuple[str, ...],
-    model: OfflineMemoryModel,
+    settings: RuleSettings,
 ) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
     held = {content for _, content in existing}
@@ -94,7 +91,7 @@ def langmem_calls(
     for sentence in sentences:
         if not re.search(FIRST_PERSON, sentence, re.I) or sentence in held:
             continue
-        if not personal_fact(sentence, model.min_fact_score):
+        if not personal_fact(sentence, settings.min_fact_score):
             continue
         old = stored_key(sentence, known)
         if old is not None and RETRACT.search(sentence):

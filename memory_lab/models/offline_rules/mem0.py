@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING
 
 from langchain_core.outputs import ChatResult
 
 from memory_lab.models.offline_base import chat_result
-from memory_lab.models.offline_rules.base import Request, RuleScript
+from memory_lab.models.offline_rules.base import Request, RuleScript, RuleSettings
 from memory_lab.models.offline_rules.facts import FIRST_PERSON, personal_fact
 from memory_lab.models.offline_summarizer import speaker_sentences
-
-if TYPE_CHECKING:
-    from memory_lab.models.offline_memory import OfflineMemoryModel
 
 EXTRACTOR_MARK = "You are a Memory Extractor"
 _SECTION = re.compile(r"^## ([^\n]+)\n(.*?)(?=^## |^# Output:|\Z)", re.S | re.M)
@@ -60,7 +56,7 @@ class Mem0Script(RuleScript):
     def recognises(self, request: Request) -> bool:
         return bool(request.messages) and EXTRACTOR_MARK in str(request.messages[0].content)
 
-    def answer(self, request: Request, model: OfflineMemoryModel) -> ChatResult:
+    def answer(self, request: Request, settings: RuleSettings) -> ChatResult:
         prompt = request.prompt
         held = existing_texts(prompt)
         facts: list[str] = []
@@ -68,7 +64,7 @@ class Mem0Script(RuleScript):
             if sentence in held or sentence in facts:
                 continue
             if re.search(FIRST_PERSON, sentence, re.I) and personal_fact(
-                sentence, model.min_fact_score
+                sentence, settings.min_fact_score
             ):
                 facts.append(sentence)
         reply = json.dumps(

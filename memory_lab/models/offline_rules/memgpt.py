@@ -17,14 +17,11 @@ the exchange. For that exchange:
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memory_lab.models.offline_rules.base import Request, RuleScript, numbered
+from memory_lab.models.offline_rules.base import Request, RuleScript, RuleSettings, numbered
 from memory_lab.models.offline_rules.facts import FIRST_PERSON, personal_fact, stored_key
 from memory_lab.models.offline_summarizer import speaker_sentences
-
-if TYPE_CHECKING:
-    from memory_lab.models.offline_memory import OfflineMemoryModel
 
 CORE_TOOLS = frozenset({"core_memory_append", "core_memory_replace"})
 _BLOCK = r"<{label}[^>]*>\n(.*?)\n?</{label}>"
@@ -44,13 +41,13 @@ class MemGPTScript(RuleScript):
     def recognises(self, request: Request) -> bool:
         return CORE_TOOLS <= set(request.tools)
 
-    def calls(self, request: Request, model: OfflineMemoryModel) -> list[dict[str, Any]]:
+    def calls(self, request: Request, settings: RuleSettings) -> list[dict[str, Any]]:
         human = next((str(m.content) for m in reversed(request.messages) if m.type == "human"), "")
-        return memgpt_calls(human, core_block(request.text_of("system"), "human"), model)
+        return memgpt_calls(human, core_block(request.text_of("system"), "human"), settings)
 
 
 def memgpt_calls(
-    transcript: str, human_block: list[str], model: OfflineMemoryModel
+    transcript: str, human_block: list[str], settings: RuleSettings
 ) -> list[dict[str, Any]]:
     """Rules 1-3 for one exchange's transcript and the ``human`` block's lines."""
     calls: list[dict[str, Any]] = []
@@ -59,7 +56,7 @@ def memgpt_calls(
     for sentence in said:
         if not re.search(FIRST_PERSON, sentence, re.I):  # rule 1's first-person pattern
             continue
-        if sentence in human_block or not personal_fact(sentence, model.min_fact_score):
+        if sentence in human_block or not personal_fact(sentence, settings.min_fact_score):
             continue
         old = stored_key(sentence, known)
         if old is not None:
