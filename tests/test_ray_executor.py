@@ -179,7 +179,7 @@ def test_without_ray_the_run_says_which_option_needs_it(reference, tmp_path, mon
 
 def ray_processes_of(temp: str) -> list[str]:
     """Live processes naming the run's Ray folder, or descended from one (``pid command``)."""
-    from memory_lab.run.ray_watch import ray_processes
+    from memory_lab.run.executors.watch import ray_processes
 
     found = []
     for pid in ray_processes(temp):
@@ -192,7 +192,7 @@ def ray_processes_of(temp: str) -> list[str]:
 
 def started_ray_folder(proc: subprocess.Popen) -> str:
     """The ``/tmp/mlray-*`` folder of the local Ray a CLI run started (named by its GCS)."""
-    from memory_lab.run.ray_watch import ray_processes
+    from memory_lab.run.executors.watch import ray_processes
 
     for _ in range(600):
         for entry in Path("/tmp").glob("mlray-*"):
@@ -260,7 +260,7 @@ def ray_cli_run(reference, tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         if folder is not None:
-            from memory_lab.run.ray_watch import kill_all, ray_processes
+            from memory_lab.run.executors.watch import kill_all, ray_processes
 
             kill_all(ray_processes(folder))
             shutil.rmtree(folder, ignore_errors=True)
@@ -291,7 +291,7 @@ def test_kill_9_of_a_ray_runs_driver_leaves_no_ray_process_or_folder(ray_cli_run
 
 def gcs_address_of(folder: str) -> str:
     """``IP:PORT`` of the GCS server of the local Ray in ``folder`` (from its command line)."""
-    from memory_lab.run.ray_watch import ray_processes
+    from memory_lab.run.executors.watch import ray_processes
 
     for pid in ray_processes(folder):
         args = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")

@@ -1,7 +1,7 @@
 """``records.jsonl`` holds every cell exactly once, whatever runs the cells and wherever it dies.
 
 The protocol, the same for one process, threads, worker processes or any future executor
-(``run/executors.py`` runs cells; this module owns the files):
+(``run/executors/`` runs cells; this module owns the files):
 
 1. A cell writes its records, as they happen, to its own part file
    ``parts/cell-<index>.<attempt>.partial``. ``index`` is the cell's place in the run's grid

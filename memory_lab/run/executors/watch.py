@@ -1,7 +1,7 @@
 """The watchdog of a local Ray started by a run: no Ray process outlives the run's driver.
 
-``RayTasks`` starts it (``python ray_watch.py TEMP_DIR``, in a session of its own, stdlib
-only) with a pipe on its stdin, right after ``ray.init`` started the local Ray with its files
+``RayTasks`` starts it (``python watch.py TEMP_DIR``, in a session of its own, stdlib
+only) with a pipe on its stdin, right before ``ray.init`` starts the local Ray with its files
 in ``TEMP_DIR``. Every 0.2 s it notes Ray's processes: those whose command line names
 ``TEMP_DIR`` (GCS, raylet, monitors) and their descendants (the dashboard and runtime-env
 agents, the workers, which rename themselves ``ray::...``). When its stdin closes (the driver
