@@ -17,7 +17,8 @@ from datetime import datetime
 from pathlib import Path
 
 from memory_lab import load_dialogues, resolve_memories, run_benchmark
-from memory_lab.results.read import read_results, reader_accuracy, summarize_by_category
+from memory_lab.results.read import read_results
+from memory_lab.results.summary import reader_accuracy, summarize_by_category
 from memory_lab.views.charts import save_charts
 from memory_lab.views.report import write_report
 from memory_lab.views.tables import format_category_table, format_reader_line, format_summary

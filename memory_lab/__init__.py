@@ -38,7 +38,7 @@ _EXPORTS = {
     "register_memory": "memory_lab.memories",
     "Results": "memory_lab.results.read",
     "read_results": "memory_lab.results.read",
-    "summarize": "memory_lab.results.read",
+    "summarize": "memory_lab.results.summary",
     "RunModels": "memory_lab.run.runner",
     "ModelSpec": "memory_lab.models.spec",
     "RunSpec": "memory_lab.log.run_spec",
@@ -117,7 +117,8 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
         parse_memory_spec,
         register_memory,
     )
-    from memory_lab.results.read import Results, read_results, summarize
+    from memory_lab.results.read import Results, read_results
+    from memory_lab.results.summary import summarize
     from memory_lab.run.benchmark import resolve_memories, run_benchmark
     from memory_lab.run.inspect import MemoryView, inspect_memory
     from memory_lab.run.runner import RunModels, replay_dialogue

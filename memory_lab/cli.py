@@ -244,10 +244,10 @@ def _given_run_options(argv: list[str] | None) -> set[str]:
 
 
 def _report_run(outcome) -> int:
-    from memory_lab.results.read import (
+    from memory_lab.results.read import read_results
+    from memory_lab.results.summary import (
         adversarial_apart,
         is_adversarial,
-        read_results,
         reader_accuracy,
         summarize_by_category,
     )

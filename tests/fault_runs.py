@@ -27,7 +27,7 @@ from pathlib import Path
 
 from memory_lab.log.record_log import APPEND_CHUNK
 from memory_lab.log.records import without_timings
-from memory_lab.results.read import TIMING_COLUMNS
+from memory_lab.results.summary import TIMING_COLUMNS
 
 MEMORIES = ["buffer", "window:k=1", "summary"]
 EXECUTORS = {

@@ -271,7 +271,7 @@ def test_beam_scores_command_scores_a_run_offline_and_with_a_judge(tmp_path, cap
 
     from memory_lab import read_results
     from memory_lab.cli import main
-    from memory_lab.results.read import summarize_by_category
+    from memory_lab.results.summary import summarize_by_category
     from memory_lab.views.report import render_report
 
     from .importers.beam_fixture import chats

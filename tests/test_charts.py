@@ -7,14 +7,14 @@ import warnings
 import pytest
 from matplotlib.figure import Figure
 
-from memory_lab.results.read import summarize
+from memory_lab.results.standings import pareto_front
+from memory_lab.results.summary import summarize
 from memory_lab.views.charts import (
     category_heatmap,
     chart_style,
     cost_frontier_chart,
-    has_cjk_font,
+    font_family,
     memory_colors,
-    pareto_front,
     prompt_growth_chart,
     recall_chart,
     save_charts,
@@ -115,7 +115,7 @@ def test_save_charts_writes_png_and_svg(small_run, tmp_path):  # noqa: F811
 
 
 def test_korean_text_renders_without_missing_glyphs(tmp_path):
-    if not has_cjk_font():
+    if not any("CJK" in f or "KR" in f or "Nanum" in f for f in font_family()):
         pytest.skip("no CJK font installed (apt-get install fonts-noto-cjk); .ci/run installs it")
     with chart_style(), warnings.catch_warnings():
         warnings.simplefilter("error")  # matplotlib warns "Glyph ... missing from font(s)"

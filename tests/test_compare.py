@@ -13,9 +13,10 @@ import pytest
 
 from memory_lab.cli import main
 from memory_lab.results.compare import combine, compare_summary, find_runs, run_names
+from memory_lab.results.pairs import paired_comparison
 from memory_lab.results.read import read_results
 from memory_lab.views.headline import headline, recall_line
-from memory_lab.views.report import CONVERSATIONAL_NOTE, paired_comparison, render_report
+from memory_lab.views.report import CONVERSATIONAL_NOTE, render_report
 
 from .conftest import FIXTURES
 from .small_run import SMALL_MEMORIES, small_run  # noqa: F401 - a fixture
@@ -162,7 +163,7 @@ def test_report_leads_with_the_answer_and_a_table_of_contents(small_run):  # noq
     for anchor in ("#headline", "#summary", "#charts", "#pairs", "#metrics", "#probes-section"):
         assert f'href="{anchor}"' in toc
     summary = read_results(small_run.path)
-    from memory_lab.results.read import summarize
+    from memory_lab.results.summary import summarize
 
     for line in headline(summarize(summary), paired_comparison(small_run)):
         assert line.replace("&", "&amp;") in html or line in html

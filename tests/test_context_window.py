@@ -14,7 +14,8 @@ from memory_lab.log.config import RunConfig
 from memory_lab.log.records import without_timings
 from memory_lab.models import windows
 from memory_lab.results.compare import differences
-from memory_lab.results.read import RECORDS_FILE, summarize
+from memory_lab.results.read import RECORDS_FILE
+from memory_lab.results.summary import summarize
 from memory_lab.run.benchmark import resume_benchmark
 from memory_lab.views.report import render_report
 from memory_lab.views.tables import format_summary

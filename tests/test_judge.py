@@ -18,7 +18,8 @@ from memory_lab.log.record_log import dump_record
 from memory_lab.log.records import without_timings
 from memory_lab.models.providers import provider_chat_model
 from memory_lab.models.tokens import count_tokens
-from memory_lab.results.read import judge_summary, read_records
+from memory_lab.results.judge_metrics import judge_metrics
+from memory_lab.results.read import read_records
 from memory_lab.run.benchmark import resume_benchmark
 from memory_lab.scoring.judge import (
     BUILTIN_FILE,
@@ -34,7 +35,6 @@ from memory_lab.scoring.judge import (
     judge_reply,
     judge_templates,
     load_judge_template,
-    parse_judge_prompt,
     parse_verdict,
     record_fields,
     resolve_judge,
@@ -80,14 +80,14 @@ def test_prompt_sections_round_trip():
         "Where did I move?", ["Busan", "부산"], "You moved to Busan.", abstention=False
     )
     assert "- Busan\n- 부산" in prompt
-    assert parse_judge_prompt(prompt) == (
+    assert BUILTIN_TEMPLATE.parse(prompt) == (
         "Where did I move?",
         ["Busan", "부산"],
         "You moved to Busan.",
         False,
     )
     prompt = judge_prompt("What is my cat's name?", [], "I don't know.", abstention=True)
-    assert parse_judge_prompt(prompt) == ("What is my cat's name?", [], "I don't know.", True)
+    assert BUILTIN_TEMPLATE.parse(prompt) == ("What is my cat's name?", [], "I don't know.", True)
 
 
 def _string_match(answers, reply, abstention):
@@ -168,32 +168,41 @@ def test_judge_reply_through_resolve_judge_unparseable(mock):
     assert verdict.correct is None and verdict.raw == "Hmm, hard to say."
 
 
-def test_judge_summary_rates():
-    probes = pd.DataFrame(
+def _judged_probes(memory: list[str], correct: list[bool], verdicts: list) -> pd.DataFrame:
+    """Probe rows as a run from before several prompts and runs records them (one verdict)."""
+    return pd.DataFrame(
         {
-            "memory": ["buffer"] * 4 + ["window"] * 3,
-            "correct": [True, True, False, False, True, False, False],
-            "judge_correct": [True, False, False, None, None, None, True],
+            "memory": memory,
+            "category": ["single-hop"] * len(memory),
+            "correct": correct,
+            "judge_correct": verdicts,
+            "judge_input_tokens": [0] * len(memory),
+            "judge_output_tokens": [0] * len(memory),
         }
     )
-    summary = judge_summary(probes).set_index("memory")
+
+
+def test_judge_metrics_rates():
+    probes = _judged_probes(
+        ["buffer"] * 4 + ["window"] * 3,
+        [True, True, False, False, True, False, False],
+        [True, False, False, None, None, None, True],
+    )
+    summary = judge_metrics(probes).set_index("memory")
     assert list(summary.index) == ["buffer", "window"]
     buffer = summary.loc["buffer"]
-    assert (buffer.probes, buffer.judged, buffer.unparseable) == (4, 3, 1)
+    assert buffer.judge_unparseable == 1
     assert buffer.judge_accuracy == pytest.approx(1 / 3)
-    assert buffer.string_accuracy == pytest.approx(2 / 4)
     assert buffer.disagreement_rate == pytest.approx(1 / 3)
     window = summary.loc["window"]
-    assert (window.judged, window.unparseable) == (1, 2)
+    assert window.judge_unparseable == 2
     assert window.judge_accuracy == 1.0
-    assert window.string_accuracy == pytest.approx(1 / 3)
     assert window.disagreement_rate == 1.0
 
 
-def test_judge_summary_with_no_verdicts():
-    probes = pd.DataFrame({"memory": ["a"], "correct": [True], "judge_correct": [None]})
-    row = judge_summary(probes).iloc[0]
-    assert row.judged == 0 and row.unparseable == 1
+def test_judge_metrics_with_no_verdicts():
+    row = judge_metrics(_judged_probes(["a"], [True], [None])).iloc[0]
+    assert row.judge_unparseable == 1
     assert math.isnan(row.judge_accuracy) and math.isnan(row.disagreement_rate)
 
 

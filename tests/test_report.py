@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from memory_lab.cli import main
-from memory_lab.results.read import summarize_by_category
-from memory_lab.views.report import REPORT_FILE, paired_comparison, write_report
+from memory_lab.results.pairs import paired_comparison
+from memory_lab.results.summary import summarize_by_category
+from memory_lab.views.report import REPORT_FILE, write_report
 
 from .small_run import SMALL_MEMORIES, small_run  # noqa: F401 - a fixture
 

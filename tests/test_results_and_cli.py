@@ -55,7 +55,7 @@ def test_run_writes_run_json_records_and_summary(mini_run, capsys):
 
 
 def test_the_summary_cannot_be_won_by_abstaining(mini_run):
-    from memory_lab.results.read import summarize
+    from memory_lab.results.summary import summarize
 
     results = read_results(mini_run)
     everything_abstains = results.probes.assign(
@@ -67,7 +67,7 @@ def test_the_summary_cannot_be_won_by_abstaining(mini_run):
 
 
 def test_adversarial_probes_are_summarised_apart_unless_included(mini_run):
-    from memory_lab.results.read import summarize
+    from memory_lab.results.summary import summarize
 
     results = read_results(mini_run)
     probes = results.probes.copy()
@@ -76,7 +76,7 @@ def test_adversarial_probes_are_summarised_apart_unless_included(mini_run):
     results.probes = probes
     apart = summarize(results).set_index("memory")
     assert (apart["abstention_probes"] == 0).all()
-    results.run["config"]["adversarial"] = "include"
+    results.spec = results.spec.replace(config=results.spec.config.replace(adversarial="include"))
     included = summarize(results).set_index("memory")
     assert (included["abstention_probes"] == 1).all()
 
@@ -151,7 +151,7 @@ def test_an_existing_results_folder_is_never_overwritten(mini_run, capsys):
 
 
 def test_a_long_memory_label_keeps_the_table_aligned(mini_run):
-    from memory_lab.results.read import summarize
+    from memory_lab.results.summary import summarize
     from memory_lab.views.tables import format_summary
 
     summary = summarize(read_results(mini_run))
@@ -164,7 +164,7 @@ def test_a_long_memory_label_keeps_the_table_aligned(mini_run):
 
 
 def test_field_scores_on_records_and_in_both_summaries(tmp_path):
-    from memory_lab.results.read import summarize, summarize_by_category
+    from memory_lab.results.summary import summarize, summarize_by_category
     from memory_lab.scoring.answers import answer_scores
 
     out = tmp_path / "locomo"
@@ -196,7 +196,7 @@ def test_field_scores_on_records_and_in_both_summaries(tmp_path):
 
 
 def test_rank_scores_in_the_summary_for_ranking_memories_only(tmp_path):
-    from memory_lab.results.read import summarize
+    from memory_lab.results.summary import summarize
     from memory_lab.scoring.ranks import RANK_SCORES
 
     out = tmp_path / "ranks"

@@ -3,7 +3,7 @@
 ``find_runs`` lists the results folders under the folders given (what ``memory-lab view``
 shows); ``combine`` reads several runs as one :class:`~memory_lab.results.read.Results` whose
 memories are labelled ``run/memory``, so the summary, the paired comparison and the charts
-(``report.paired_comparison``, ``charts``) work on it unchanged; ``compare_summary`` is every
+(``pairs.paired_comparison``, ``charts``) work on it unchanged; ``compare_summary`` is every
 run's own summary (each priced and judged as that run was) under those labels.
 """
 
@@ -18,7 +18,8 @@ from typing import Any
 import pandas as pd
 
 from memory_lab.log.run_spec import RUN_FILE, RunSpec, read_run_file
-from memory_lab.results.read import RECORDS_FILE, Results, summarize
+from memory_lab.results.read import RECORDS_FILE, Results, spec_of
+from memory_lab.results.summary import summarize
 
 MAX_DEPTH = 6  # how deep under a given folder results folders are looked for
 SKIPPED = {".git", ".venv", "node_modules", "__pycache__", "charts"}
@@ -184,7 +185,15 @@ def combine(runs: list[Results], names: list[str]) -> Results:
     if any(r.run.get("pricing") != runs[0].run.get("pricing") for r in runs):
         run.pop("pricing", None)
     path = Path(runs[0].path)
-    return Results(path, run, frames["turns"], frames["probes"], frames["cells"], frames["usage"])
+    return Results(
+        path,
+        run,
+        spec_of(path, run),
+        frames["turns"],
+        frames["probes"],
+        frames["cells"],
+        frames["usage"],
+    )
 
 
 def compare_summary(

@@ -73,9 +73,8 @@ from memory_lab.results.read import (
     SUMMARY_FILE,
     read_records,
     read_results,
-    summarize,
-    summarize_by_category,
 )
+from memory_lab.results.summary import summarize, summarize_by_category
 from memory_lab.run.executors import CellOutcome, CellTask, choose_executor, import_ray
 from memory_lab.run.runner import RunModels, exchanges
 from memory_lab.text.redact import redact_value, remember_resources

@@ -267,13 +267,6 @@ def judge_reply(
     return Verdict(parse_verdict(raw), raw, input_tokens, output_tokens, is_cache_hit(message))
 
 
-def parse_judge_prompt(
-    prompt: str, template: JudgeTemplate = BUILTIN_TEMPLATE
-) -> tuple[str, list[str], str, bool]:
-    """(question, answers, reply, abstention) read back from a formatted judge prompt."""
-    return template.parse(prompt)
-
-
 class OfflineJudge(OfflineChatModel):
     """A deterministic judge that grades exactly like string matching (see ``scoring/probes.py``).
 

@@ -186,10 +186,8 @@ def create_view_app(settings: ViewSettings) -> FastAPI:
 
 def comparison_json(parts: dict[str, Any], runs: list[Results], names: list[str]) -> dict:
     """The comparison as JSON: everything the report's sections show, and the probe grid."""
-    from memory_lab.views.charts import memory_order
-
     combined: Results = parts["results"]
-    memories = memory_order(combined)
+    memories = combined.memory_order()
     probes = combined.probes
     grid = []
     if len(probes):
@@ -217,9 +215,7 @@ def comparison_json(parts: dict[str, Any], runs: list[Results], names: list[str]
         "summary": _records(parts["summary"]),
         "pairs": _records(parts["pairs"]),
         "probes": grid,
-        "failed": _records(combined.cells[combined.cells["status"] == "failed"])
-        if len(combined.cells)
-        else [],
+        "failed": _records(combined.failed_cells()),
     }
 
 
@@ -258,14 +254,13 @@ def probe_json(
 ) -> dict:
     """One probe through every memory of the runs named, side by side."""
     from memory_lab.results.compare import combine
-    from memory_lab.views.charts import memory_order
 
     combined = combine(runs, names)
     probes = combined.probes
     rows = probes[(probes["dialogue"] == dialogue) & (probes["probe_id"] == probe_id)]
     if rows.empty:
         raise RequestError(404, f"probe {probe_id!r} of dialogue {dialogue!r}: not in these runs")
-    order = {m: i for i, m in enumerate(memory_order(combined))}
+    order = {m: i for i, m in enumerate(combined.memory_order())}
     rows = rows.assign(_order=rows["memory"].map(order)).sort_values("_order")
     owner = {}  # the run each memory label comes from
     for results, name in zip(runs, names, strict=True):

@@ -1,4 +1,5 @@
-"""Charts of a results folder, drawn from the tidy DataFrames only (never the runner).
+"""Charts of a results folder, drawn from the tidy DataFrames and the figures ``results/``
+computes from them (``summary``, ``standings``, ``prompt_growth``), never the runner.
 
 Every chart takes a :class:`~memory_lab.results.read.Results` and returns a matplotlib ``Figure``
 built without pyplot (no global state, Agg canvas). Each memory keeps one colour across charts,
@@ -23,8 +24,11 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.text import Text
 
-from memory_lab.dialogue.model import CATEGORIES
-from memory_lab.results.read import Results, summarize
+from memory_lab.results.prompt_growth import prompt_growth
+from memory_lab.results.read import Results
+from memory_lab.results.standings import frontier
+from memory_lab.results.summary import category_grid, judged, summarize
+from memory_lab.views.numbers import percent
 
 CHARTS_DIR = "charts"
 # Latin glyphs from DejaVu, Hangul (and other CJK) from the first CJK font found.
@@ -62,11 +66,6 @@ def font_family() -> list[str]:
     return [f for f in FONT_FAMILY if f in installed or f == "sans-serif"]
 
 
-def has_cjk_font() -> bool:
-    """Whether a CJK font is installed, so Korean text renders without tofu boxes."""
-    return any("CJK" in f or "KR" in f or "Nanum" in f for f in font_family())
-
-
 @contextmanager
 def chart_style() -> Iterator[None]:
     """Matplotlib settings for every chart (fonts with Korean fallback), restored on exit."""
@@ -74,18 +73,9 @@ def chart_style() -> Iterator[None]:
         yield
 
 
-def memory_order(results: Results) -> list[str]:
-    """Memories in run order, then any others found in the records."""
-    order = results.memory_order()
-    for frame in (results.turns, results.probes):
-        if "memory" in frame:
-            order += [m for m in dict.fromkeys(frame["memory"]) if m not in order]
-    return order
-
-
 def memory_colors(results: Results) -> dict[str, tuple]:
     """One fixed colour per memory, assigned in run order."""
-    return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(memory_order(results))}
+    return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(results.memory_order())}
 
 
 def wrap_label(label: str, width: int = 14) -> str:
@@ -166,7 +156,7 @@ def recall_chart(results: Results) -> Figure:
             ax.text(
                 xi - width / 2,
                 0.01 if inside else high + 0.015,
-                f"{100 * a:.0f}%",
+                percent(a, digits=0),
                 ha="center",
                 va="bottom",
                 fontsize=8,
@@ -194,22 +184,6 @@ def recall_chart(results: Results) -> Figure:
             frameon=False,
         )
         return fig
-
-
-def pareto_front(summary: pd.DataFrame) -> list[str]:
-    """Memories no other memory beats on both accuracy (higher) and total tokens (fewer)."""
-    rows = summary.dropna(subset=["accuracy"]).to_dict("records")
-    front = []
-    for r in rows:
-        dominated = any(
-            o["accuracy"] >= r["accuracy"]
-            and o["total_tokens"] <= r["total_tokens"]
-            and (o["accuracy"] > r["accuracy"] or o["total_tokens"] < r["total_tokens"])
-            for o in rows
-        )
-        if not dominated:
-            front.append(r["memory"])
-    return front
 
 
 def _place_labels(fig: Figure, ax, points: list[tuple]) -> list:
@@ -273,7 +247,7 @@ def cost_frontier_chart(results: Results) -> Figure:
     with chart_style():
         summary = summarize(results).dropna(subset=["accuracy"])
         colors = memory_colors(results)
-        front = pareto_front(summary)
+        pts = frontier(summary)
         fig = _figure(8.0, 5.5)
         ax = fig.add_subplot()
         for r in summary.to_dict("records"):
@@ -290,8 +264,7 @@ def cost_frontier_chart(results: Results) -> Figure:
                 markeredgewidth=0.5,
                 gid=f"point:{r['memory']}",
             )
-        if front:
-            pts = summary[summary["memory"].isin(front)].sort_values("total_tokens")
+        if len(pts):
             ax.step(
                 pts["total_tokens"],
                 pts["accuracy"],
@@ -351,7 +324,7 @@ def _score_token_axes(ax: Axes, tokens: pd.Series, xlabel: str, ylabel: str, tit
 
 def score_metric(summary: pd.DataFrame) -> tuple[str, str]:
     """The answer score the score chart plots: J when the run was judged, else LoCoMo's F1."""
-    if "judge_accuracy" in summary and summary["judge_accuracy"].notna().any():
+    if judged(summary):
         return "judge_accuracy", "J, judge accuracy (mean over runs)"
     return "f1_locomo", "F1 (LoCoMo's definition)"
 
@@ -405,18 +378,6 @@ def _tokens(v: float) -> str:
     return f"{v:g}"
 
 
-def longest_dialogue(results: Results) -> str:
-    """The dialogue with the most exchanges among those with recorded turns (a dialogue whose
-    every cell failed before its first turn has none); the longest of all if none has any."""
-    spec = results.spec
-    dialogues = list(spec.dialogues) if spec is not None else []
-    recorded = set(results.turns["dialogue"]) if "dialogue" in results.turns else set()
-    if dialogues:
-        with_turns = [d for d in dialogues if d.id in recorded] or dialogues
-        return max(with_turns, key=lambda d: d.turns or 0).id
-    return str(results.turns.groupby("dialogue")["exchange"].max().idxmax())
-
-
 def prompt_growth_chart(results: Results, dialogue: str | None = None) -> Figure:
     """Prompt tokens per exchange (top) and cumulative memory-maintenance tokens (bottom).
 
@@ -424,20 +385,12 @@ def prompt_growth_chart(results: Results, dialogue: str | None = None) -> Figure
     per exchange index.
     """
     with chart_style():
-        turns = results.turns
-        name = dialogue or longest_dialogue(results)
+        growth = prompt_growth(results, dialogue)
+        name = growth.dialogue
         colors = memory_colors(results)
-        if name != "all":
-            turns = turns[turns["dialogue"] == name]
-            if turns.empty:
-                raise ValueError(f"no turns recorded for dialogue {name!r}")
         fig = _figure(9.0, 6.5)
         top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
-        for memory in memory_order(results):
-            t = turns[turns["memory"] == memory]
-            if t.empty:
-                continue
-            per = t.groupby("exchange")[["prompt_tokens", "memory_tokens"]].mean().sort_index()
+        for memory, per in growth.memories.items():
             top.plot(
                 per.index,
                 per["prompt_tokens"],
@@ -448,28 +401,25 @@ def prompt_growth_chart(results: Results, dialogue: str | None = None) -> Figure
             )
             bottom.plot(
                 per.index,
-                per["memory_tokens"].cumsum(),
+                per["memory_tokens"],
                 color=colors[memory],
                 linestyle="--",
                 lw=1.4,
                 label=memory,
                 gid=f"memory_tokens:{memory}",
             )
-        if name != "all" and "session" in turns:
-            first = turns.groupby("session")["exchange"].min().sort_values()
-            for session, start in first.items():
-                if start > 0:
-                    for ax in (top, bottom):
-                        ax.axvline(start - 0.5, color="0.6", lw=0.8, ls=":")
-                    top.text(
-                        start - 0.3,
-                        1.0,
-                        f"session {session}",
-                        transform=top.get_xaxis_transform(),
-                        fontsize=7,
-                        color="0.4",
-                        va="top",
-                    )
+        for session, start in growth.sessions.items():
+            for ax in (top, bottom):
+                ax.axvline(start - 0.5, color="0.6", lw=0.8, ls=":")
+            top.text(
+                start - 0.3,
+                1.0,
+                f"session {session}",
+                transform=top.get_xaxis_transform(),
+                fontsize=7,
+                color="0.4",
+                va="top",
+            )
         title = "average over all dialogues" if name == "all" else f"dialogue {name}"
         top.set_title(f"Prompt tokens per exchange — {title}")
         top.set_ylabel("prompt tokens")
@@ -491,15 +441,8 @@ def prompt_growth_chart(results: Results, dialogue: str | None = None) -> Figure
 def category_heatmap(results: Results) -> Figure:
     """Recall accuracy per memory and probe category, each cell annotated."""
     with chart_style():
-        probes = results.probes
-        memories = [m for m in memory_order(results) if m in set(probes.get("memory", []))]
-        present = set(probes.get("category", []))
-        cats = [c for c in CATEGORIES if c in present] + sorted(present - set(CATEGORIES))
-        grouped = probes.assign(correct=probes["correct"].astype(float)).groupby(
-            ["memory", "category"]
-        )["correct"]
-        acc = grouped.mean().unstack().reindex(index=memories, columns=cats)
-        count = grouped.size().unstack().reindex(index=memories, columns=cats)
+        acc, count = category_grid(results)
+        memories, cats = list(acc.index), list(acc.columns)
         fig = _figure(max(6.0, 1.6 + 0.95 * len(cats)), max(3.0, 1.4 + 0.5 * len(memories)))
         ax = fig.add_subplot()
         ax.spines[:].set_visible(False)
@@ -510,7 +453,7 @@ def category_heatmap(results: Results) -> Figure:
         for i in range(len(memories)):
             for j in range(len(cats)):
                 v = acc.iat[i, j]
-                text = "–" if pd.isna(v) else f"{100 * v:.0f}%\nn={int(count.iat[i, j])}"
+                text = "–" if pd.isna(v) else f"{percent(v, digits=0)}\nn={int(count.iat[i, j])}"
                 dark = not pd.isna(v) and (v < 0.2 or v > 0.85)
                 ax.text(
                     j,

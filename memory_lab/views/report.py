@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
-import itertools
 import json
-import math
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -19,51 +17,16 @@ import pandas as pd
 
 from memory_lab.log.run_spec import RunSpec
 from memory_lab.results.compare import combine, compare_summary, differences, run_names
+from memory_lab.results.pairs import paired_comparison
 from memory_lab.results.published import is_locomo_run, published_locomo
-from memory_lab.results.read import Results, read_results, summarize, summarize_by_category
-from memory_lab.scoring.stats import holm, mcnemar_exact, paired_difference_ci
-from memory_lab.views.charts import CHARTS, chart_style, memory_order
+from memory_lab.results.read import Results, read_results
+from memory_lab.results.summary import summarize, summarize_by_category
+from memory_lab.views.charts import CHARTS, chart_style
 from memory_lab.views.headline import headline
+from memory_lab.views.numbers import EMPTY, is_missing, percent
 from memory_lab.views.tables import summary_notes
 
 REPORT_FILE = "report.html"
-
-
-def paired_comparison(results: Results) -> pd.DataFrame:
-    """Every pair of memories on the probes both answered: counts, difference, CI, McNemar p."""
-    probes = results.probes
-    if probes.empty:
-        return pd.DataFrame()
-    wide = probes.pivot_table(
-        index=["dialogue", "probe_id"], columns="memory", values="correct", aggfunc="first"
-    )
-    rows = []
-    memories = [m for m in memory_order(results) if m in wide.columns]
-    for first, second in itertools.combinations(memories, 2):
-        pair = wide[[first, second]].dropna().astype(bool)
-        x, y = pair[first], pair[second]
-        a, b, c, d = (int(v.sum()) for v in (x & y, x & ~y, ~x & y, ~x & ~y))
-        n = a + b + c + d
-        low, high = paired_difference_ci(a, b, c, d)
-        rows.append(
-            {
-                "memory_a": first,
-                "memory_b": second,
-                "probes": n,
-                "accuracy_a": (a + b) / n if n else math.nan,
-                "accuracy_b": (a + c) / n if n else math.nan,
-                "difference": (b - c) / n if n else math.nan,
-                "ci_low": low,
-                "ci_high": high,
-                "only_a": b,
-                "only_b": c,
-                "p_mcnemar": mcnemar_exact(b, c),
-            }
-        )
-    frame = pd.DataFrame(rows)
-    if len(frame):
-        frame["p_holm"] = holm(list(frame["p_mcnemar"]))
-    return frame
 
 
 def _svg_data_uri(fig) -> str:
@@ -71,15 +34,6 @@ def _svg_data_uri(fig) -> str:
     with chart_style():
         fig.savefig(buffer, format="svg", metadata={"Date": None})
     return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def _pct(x: float, digits: int = 1) -> str:
-    return (
-        "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}%"
-    )
-
-
-EMPTY = "–"  # a cell with no data
 
 
 def _table(header: list[str], rows: list[list[str]], attrs: str = "") -> str:
@@ -144,11 +98,12 @@ def _summary_section(summary: pd.DataFrame, notes: list[str]) -> str:
         [
             escape(r["memory"]),
             str(r["answerable"]),
-            _pct(r["evidence_recall"]),
-            _pct(r["context_hit_rate"]),
-            f"{_pct(r['accuracy'])} [{_pct(r['accuracy_low'])}–{_pct(r['accuracy_high'])}]",
-            _pct(r["abstention_accuracy"]),
-            _pct(r["stale_rate"]),
+            percent(r["evidence_recall"]),
+            percent(r["context_hit_rate"]),
+            f"{percent(r['accuracy'])} "
+            f"[{percent(r['accuracy_low'])}–{percent(r['accuracy_high'])}]",
+            percent(r["abstention_accuracy"]),
+            percent(r["stale_rate"]),
             f"{r['mean_prompt_tokens']:.0f}",
             f"{r['memory_tokens']:,}",
             f"{r['total_tokens']:,}",
@@ -179,20 +134,20 @@ def _summary_section(summary: pd.DataFrame, notes: list[str]) -> str:
 
 
 def _num(x: Any, digits: int = 3) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+    return EMPTY if is_missing(x) else f"{x:.{digits}f}"
 
 
 def _ms(x: Any) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x * 1000:,.1f}"
+    return EMPTY if is_missing(x) else f"{x * 1000:,.1f}"
 
 
 def _judge_cell(r: dict[str, Any]) -> str:
     mean = r.get("judge_accuracy")
-    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
-        return "–"
+    if is_missing(mean):
+        return EMPTY
     sd = r.get("judge_accuracy_sd")
-    spread = "" if sd is None or (isinstance(sd, float) and math.isnan(sd)) else f" ± {_pct(sd)}"
-    return _pct(mean) + spread
+    spread = "" if is_missing(sd) else f" ± {percent(sd)}"
+    return percent(mean) + spread
 
 
 METRICS_NOTE = (
@@ -275,7 +230,7 @@ def _metrics_section(summary: pd.DataFrame, by_category: pd.DataFrame, note: str
             _num(r["f1_locomo"]),
             _num(r["f1_mem0"]),
             _num(r["bleu1"]),
-            _pct(r["judge_accuracy"]),
+            percent(r["judge_accuracy"]),
         ]
         for r in by_category.to_dict("records")
     ]
@@ -298,7 +253,7 @@ def _published_section(probes: pd.DataFrame) -> str:
     rows = [
         [
             escape(r["system"]),
-            _pct(r["j"]),
+            percent(r["j"]),
             f"{r['p95_seconds']:g}",
             f"{r['tokens_per_query']:,}",
             escape(r["source"]),  # as text: the report makes no link out
@@ -339,9 +294,9 @@ def _beam_section(probes: pd.DataFrame) -> str:
             escape(t["memory"]),
             escape(t["scale"]),
             escape(t["ability"]),
-            *(EMPTY if v is None else _pct(v) for v in t["scores"].values()),
+            *(percent(v) for v in t["scores"].values()),
             f"{t['graded']}/{t['items']}",
-            EMPTY if t["recall"] is None else _pct(t["recall"]),
+            percent(t["recall"]),
             f"{t['with_evidence']}/{t['probes']}",
         ]
         for t in table_rows(rows)
@@ -364,11 +319,9 @@ def _beam_section(probes: pd.DataFrame) -> str:
     )
 
 
-def _failures_section(cells: pd.DataFrame) -> str:
+def _failures_section(results: Results) -> str:
     """The cells that failed, with their errors (their probes are in no figure above)."""
-    if cells.empty or "status" not in cells:
-        return ""
-    failed = cells[cells["status"] == "failed"]
+    failed = results.failed_cells()
     if failed.empty:
         return ""
     rows = [
@@ -376,9 +329,10 @@ def _failures_section(cells: pd.DataFrame) -> str:
         for r in failed.to_dict("records")
     ]
     count = f"{len(failed)} cell{'s' if len(failed) != 1 else ''} failed"
+    cells = len(results.cells)
     return (
         '<h2 id="failed">Failed cells</h2>'
-        + f"<p class=note>{count} of {len(cells)}: the records they wrote before failing are "
+        + f"<p class=note>{count} of {cells}: the records they wrote before failing are "
         "in the figures, the probes they did not reach are not.</p>"
         + _table(["memory", "dialogue", "error"], rows)
     )
@@ -408,7 +362,7 @@ def _pairs_section(pairs: pd.DataFrame) -> str:
             escape(r["memory_a"]),
             escape(r["memory_b"]),
             str(r["probes"]),
-            f"{_pct(r['accuracy_a'])} vs {_pct(r['accuracy_b'])}",
+            f"{percent(r['accuracy_a'])} vs {percent(r['accuracy_b'])}",
             f"{100 * r['difference']:+.1f} pp "
             f"[{100 * r['ci_low']:+.1f}, {100 * r['ci_high']:+.1f}]",
             f"{r['only_a']} / {r['only_b']}",
@@ -450,11 +404,7 @@ def _probes_section(probes: pd.DataFrame, memories: list[str]) -> str:
     for r in probes.to_dict("records"):
         answers = " | ".join(r.get("answers") or []) or "(abstain)"
         hit = r.get("context_hit")
-        hit_text = (
-            "–"
-            if hit is None or (isinstance(hit, float) and math.isnan(hit))
-            else ("yes" if hit else "no")
-        )
+        hit_text = EMPTY if is_missing(hit) else ("yes" if hit else "no")
         rows.append(
             f'<tr data-memory="{escape(r["memory"], True)}" '
             f'data-category="{escape(r["category"], True)}" '
@@ -651,8 +601,8 @@ def _render(title: str, runs: list[Results], names: list[str]) -> str:
         _metrics_section(summary, summarize_by_category(results), parts["style_note"]),
         _published_section(results.probes),
         _beam_section(results.probes),
-        _failures_section(results.cells),
-        _probes_section(results.probes, memory_order(results)),
+        _failures_section(results),
+        _probes_section(results.probes, results.memory_order()),
     ]
     run_names = names if len(runs) > 1 else [""]
     sections += [_run_section(r.spec, n or None) for r, n in zip(runs, run_names, strict=True)]

@@ -1,18 +1,18 @@
 """The terminal's tables: a run's summary, latency, judge block and recall by category.
 
-They read the frames ``results/read.py`` computes (``summarize``, ``summarize_by_category``) and
+They read the frames ``results/summary.py`` computes (``summarize``, ``summarize_by_category``) and
 print fixed-width text; nothing here computes a figure of its own.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
 
 from memory_lab.log.run_spec import RunSpec
-from memory_lab.results.read import FIELD_SCORES, LATENCY_COLUMNS
+from memory_lab.results.summary import FIELD_SCORES, LATENCY_COLUMNS
+from memory_lab.views.numbers import is_missing, percent
 
 Run = RunSpec | dict[str, Any] | None  # a run's spec, or run.json as read (notebooks)
 
@@ -55,8 +55,8 @@ def format_summary(summary: pd.DataFrame, run: Run = None) -> str:
     )
     lines = [header, "-" * len(header)]
 
-    def pct(x: float) -> str:
-        return "   -  " if isinstance(x, float) and math.isnan(x) else f"{100 * x:5.1f}%"
+    def pct(x: float) -> str:  # the columns are right-aligned: a missing one sits centred
+        return percent(x, missing="   -  ")
 
     for r in summary.to_dict("records"):
         low, high = pct(r["accuracy_low"]).strip(), pct(r["accuracy_high"]).strip()
@@ -141,8 +141,7 @@ def format_latency(summary: pd.DataFrame, width: int = 28) -> list[str]:
     lines = ["", header, "-" * len(header)]
 
     def num(x: float, spec: str, scale: float = 1.0) -> str:
-        missing = x is None or (isinstance(x, float) and math.isnan(x))
-        return "-" if missing else format(x * scale, spec)
+        return "-" if is_missing(x) else format(x * scale, spec)
 
     for r in summary.to_dict("records"):
         ms = [num(r[c], ",.1f", 1000) for c in LATENCY_COLUMNS[:4]]
@@ -163,7 +162,7 @@ def format_reader_line(table: pd.DataFrame, run: Run = None) -> str:
         return ""
     who = "offline reader" if _offline_reader(run) else "answering model"
     parts = ", ".join(
-        f"{r['language']} {100 * r['reader_accuracy']:.1f}% of {r['probes_with_hit']}"
+        f"{r['language']} {percent(r['reader_accuracy'])} of {r['probes_with_hit']}"
         for r in table.to_dict("records")
     )
     return f"{who}, accuracy on probes with the answer in its prompt: {parts}"
@@ -184,17 +183,17 @@ def format_judge_summary(summary: pd.DataFrame, run: Run = None) -> list[str]:
     width = max([12, *(len(str(m)) for m in summary["memory"])])
 
     def pct(x: Any) -> str:
-        return "-" if x is None or pd.isna(x) else f"{100 * x:.1f}%"
+        return percent(x, missing="-")
 
     def num(x: Any) -> str:
-        return "-" if x is None or pd.isna(x) else f"{round(x, 2) + 0.0:.2f}"  # never "-0.00"
+        return "-" if is_missing(x) else f"{round(x, 2) + 0.0:.2f}"  # never "-0.00"
 
     def cell(label: str, r: dict[str, Any]) -> str:
         suffix = "" if label == labels[0] else f"_{label}"
         mean, sd = r.get(f"judge_accuracy{suffix}"), r.get(f"judge_accuracy_sd{suffix}")
         shown = pct(mean)
-        if mean is not None and not pd.isna(mean):
-            shown += " ± " + ("-" if sd is None or pd.isna(sd) else f"{100 * sd:.1f}")
+        if not is_missing(mean):
+            shown += " ± " + ("-" if is_missing(sd) else f"{100 * sd:.1f}")
         return shown
 
     head = [f"{'memory':<{width}}", f"{'recall':>7}", *(f"{c:>9}" for c in scores)]

@@ -222,7 +222,8 @@ def test_a_cognitive_probe_is_checked_as_one(tmp_path):
 
 def test_a_run_measures_the_cue_by_evidence_recall_not_accuracy(tmp_path):
     from memory_lab.cli import main
-    from memory_lab.results.read import read_results, summarize, summarize_by_category
+    from memory_lab.results.read import read_results
+    from memory_lab.results.summary import summarize, summarize_by_category
     from memory_lab.views.tables import format_category_table
 
     root = checkout(tmp_path)
