@@ -72,7 +72,8 @@ def test_the_default_limit_is_the_answering_models_window():
 
 
 def test_the_option_takes_tokens_none_or_model():
-    from memory_lab.cli import build_parser, run_config
+    from memory_lab.cli import build_parser
+    from memory_lab.cli.run_commands import run_config
 
     def limit(*given):
         return run_config(build_parser().parse_args(["run", *given])).window()

@@ -20,7 +20,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict, Unpack
 
 from memory_lab.dialogue.model import Dialogue
 from memory_lab.dialogue.sources import load_dialogues
@@ -313,6 +313,32 @@ def _list(items: Any, where: str, label: str) -> tuple:
     return tuple(items)
 
 
+class ResumeOptions(TypedDict, total=False):
+    """What a resume of a run may be given (``RunSpec.resumed``, ``resume_benchmark``, ``memory-lab
+    run --resume``); the rest is as the run's run.json records it. ``jobs``/``concurrency`` and
+    the executor (``executor``, ``ray_address``) may change; the ``resources`` must be given
+    again (never written), as must a base URL with credentials (``base_url``, else
+    ``OPENAI_BASE_URL``: ``resume_base_url``). None, or not given: as recorded."""
+
+    jobs: int | None
+    concurrency: int | None
+    executor: str | None
+    ray_address: str | None
+    resources: dict[str, str] | None
+    base_url: str | None
+
+
+RESUME_OPTIONS = tuple(ResumeOptions.__annotations__)  # their names, in that order
+
+
+def resume_options(given: dict[str, Any]) -> ResumeOptions:
+    """``given`` as ResumeOptions; TypeError naming any option a resume does not take."""
+    unknown = [name for name in given if name not in RESUME_OPTIONS]
+    if unknown:
+        raise TypeError(f"a resume takes no option {', '.join(map(repr, unknown))}")
+    return ResumeOptions(**given)
+
+
 @dataclass(frozen=True)
 class RunSpec(_Record):
     """Everything that shaped a run's numbers, and how the run stands (``status``...).
@@ -424,33 +450,26 @@ class RunSpec(_Record):
         """A copy that no longer writes ``names`` (e.g. a resumed run's old ``errors``)."""
         return dataclasses.replace(self, absent=self.absent | set(names))
 
-    def resumed(
-        self,
-        *,
-        jobs: int | None = None,
-        concurrency: int | None = None,
-        executor: str | None = None,
-        ray_address: str | None = None,
-        resources: dict[str, str] | None = None,
-        base_url: str | None = None,
-    ) -> RunSpec:
+    def resumed(self, **options: Unpack[ResumeOptions]) -> RunSpec:
         """The spec a ``--resume`` of this run executes: the recorded configuration, memories
         (checked against their factories: never today's defaults) and dialogues (checked against
-        their content hashes), with only the options a resume may change. ValueError naming
-        the file when the run cannot be resumed as recorded."""
+        their content hashes), with only the options a resume may change (``ResumeOptions``).
+        ValueError naming the file when the run cannot be resumed as recorded."""
+        options = resume_options(options)
         where = self.run_file
         self.require("config", "memory_specs", "dialogue_sources", "dialogues")
         if not self.dialogue_sources:
             raise RunSpecError(f"{where}: records no dialogue sources; cannot resume")
         check_config(self.to_json(), Path(where))
         overrides: dict[str, Any] = {}
-        url = resume_base_url(self.config.base_url, base_url, where)
+        url = resume_base_url(self.config.base_url, options.get("base_url"), where)
         if url != self.config.base_url:
             overrides["base_url"] = url
         check_judge_prompts(self, where)
-        changes = {k: v for k, v in (("jobs", jobs), ("concurrency", concurrency)) if v is not None}
+        changes = {k: options[k] for k in ("jobs", "concurrency") if options.get(k) is not None}
         if changes:
             overrides.update({"jobs": 1, "concurrency": 1, **changes})
+        executor, ray_address = options.get("executor"), options.get("ray_address")
         if executor is not None or ray_address is not None:
             overrides["executor"] = executor or ("ray" if ray_address else self.config.executor)
             overrides["ray_address"] = ray_address
@@ -458,7 +477,8 @@ class RunSpec(_Record):
         memories = tuple(spec_from_json(m.to_json()) for m in self.memory_specs)
         dialogues = load_dialogues(*self.dialogue_sources)
         check_dialogues(self, dialogues)
-        missing = sorted(set(self.resources) - set(resources or {}))
+        resources = options.get("resources") or {}
+        missing = sorted(set(self.resources) - set(resources))
         if missing:
             raise ValueError(
                 f"{self.folder}: the run used resource(s) {', '.join(missing)}; pass them again "
@@ -468,7 +488,7 @@ class RunSpec(_Record):
             self,
             memory_specs=memories,
             overrides=overrides,
-            resource_values=dict(resources or {}),
+            resource_values=dict(resources),
             resuming=True,
             dialogue_set=tuple(dialogues),
         )

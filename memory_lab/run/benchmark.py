@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import pandas as pd
 from tqdm import tqdm
@@ -46,8 +46,10 @@ from memory_lab.log.run_spec import (
     DialogueEntry,
     ModelRecord,
     Pricing,
+    ResumeOptions,
     RoleModel,
     RunSpec,
+    resume_options,
     run_info_text,
 )
 from memory_lab.memories.registry import (
@@ -432,15 +434,7 @@ def grid(memories: list[MemorySpec], dialogues: list[Dialogue]) -> list[CellTask
 
 
 def resume_benchmark(
-    out: str | Path,
-    *,
-    jobs: int | None = None,
-    concurrency: int | None = None,
-    executor: str | None = None,
-    ray_address: str | None = None,
-    resources: dict[str, str] | None = None,
-    base_url: str | None = None,
-    progress: bool = True,
+    out: str | Path, *, progress: bool = True, **options: Unpack[ResumeOptions]
 ) -> RunOutcome:
     """Continue an interrupted run in ``out``: finished cells are kept, the rest are redone.
 
@@ -451,23 +445,18 @@ def resume_benchmark(
     from the recorded config; only ``jobs``/``concurrency`` and the executor (``executor``,
     ``ray_address``) may change, and ``resources`` must be given again (never written), as must
     a base URL with credentials (``base_url``, else ``OPENAI_BASE_URL``; see
-    ``run_spec.resume_base_url``). The folder is locked first (a live run's is refused:
-    ``log/run_guard.py``) and a run.json whose configuration was edited since the run started is
-    refused. It is ``execute(RunSpec.load(out).resumed(...))`` after the preflight.
+    ``run_spec.resume_base_url``): ``options`` are ``run_spec.ResumeOptions``. The folder is
+    locked first (a live run's is refused: ``log/run_guard.py``) and a run.json whose
+    configuration was edited since the run started is refused. It is
+    ``execute(RunSpec.load(out).resumed(...))`` after the preflight.
     """
+    options = resume_options(options)
     folder = Path(out)
     if not (folder / RUN_FILE).is_file():  # no lock file left in a folder that is no run's
         raise FileNotFoundError(f"{folder}: no run.json to resume")
-    remember_resources(resources, base_url)
+    remember_resources(options.get("resources"), options.get("base_url"))
     with hold_folder(folder):  # before run.json is read: a live run's folder is refused
-        spec = RunSpec.load(folder).resumed(
-            jobs=jobs,
-            concurrency=concurrency,
-            executor=executor,
-            ray_address=ray_address,
-            resources=resources,
-            base_url=base_url,
-        )
+        spec = RunSpec.load(folder).resumed(**options)
         preflight(spec.effective, spec.memory_specs, spec.resource_values)
         return execute(spec, progress=progress, locked=True)
 

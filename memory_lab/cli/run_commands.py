@@ -1,0 +1,115 @@
+"""``memory-lab run``: a new run from its options, or ``--resume`` of an interrupted one, and
+what the terminal shows when it ends."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from memory_lab.log.config import RunConfig, named_values
+from memory_lab.log.run_spec import RESUME_OPTIONS
+from memory_lab.models.windows import parse_limit
+
+DEFAULTS = RunConfig()  # the run options' defaults are RunConfig's
+
+# what ``run --resume`` takes (as dests): its folder, what a resume may be given (``--resource``
+# gives the resources) and the progress bar; the rest of the run is as its run.json records it
+RESUME_DESTS = (
+    "resume",
+    *("resource" if name == "resources" else name for name in RESUME_OPTIONS),
+    "quiet",
+)
+
+
+def run_config(args: argparse.Namespace) -> RunConfig:
+    """The RunConfig the ``run`` options describe."""
+    return RunConfig(
+        llm=args.llm,
+        memory_llm=args.memory_llm,
+        roles=named_values(args.model, "--model"),
+        embeddings=args.embeddings,
+        judge=args.judge,
+        judge_prompts=tuple(args.judge_prompt),
+        judge_runs=args.judge_runs,
+        judge_temperature=args.judge_temperature,
+        answer_style=args.answer_style,
+        base_url=args.base_url,
+        mode=args.mode,
+        record_prompts=not args.no_prompts,
+        context_limit=parse_limit(args.context_limit),
+        jobs=args.jobs,
+        concurrency=args.concurrency,
+        executor=args.executor or DEFAULTS.executor,
+        ray_address=args.ray_address,
+        price_model=args.price_model,
+        prices_file=str(args.prices) if args.prices else None,
+        cache=False if args.no_cache else (str(args.cache_dir) if args.cache_dir else True),
+        dry_run=args.dry_run,
+        timestamps=args.timestamps == "on",
+        request_timeout=args.request_timeout,
+        adversarial=args.adversarial,
+    )
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``memory-lab run``; ``args.given`` names the options given (``parser.given_run_options``)."""
+    from memory_lab.dialogue.sources import load_dialogues
+    from memory_lab.run.benchmark import resolve_memories, resume_benchmark, run_benchmark
+
+    resources = named_values(args.resource, "--resource")
+    if args.resume:
+        given = args.given
+        refused = [f"--{d.replace('_', '-')}" for d in sorted(given - set(RESUME_DESTS))]
+        if refused:
+            honoured = ", ".join(f"--{d.replace('_', '-')}" for d in RESUME_DESTS[1:])
+            raise ValueError(
+                f"{', '.join(refused)} cannot be given with --resume, which continues the run "
+                f"as its run.json records it (only {honoured} may be)"
+            )
+        outcome = resume_benchmark(
+            args.resume,
+            jobs=args.jobs if "jobs" in given else None,
+            concurrency=args.concurrency if "concurrency" in given else None,
+            executor=args.executor,
+            ray_address=args.ray_address,
+            resources=resources,
+            base_url=args.base_url,  # needed again when the recorded one had credentials
+            progress=not args.quiet,
+        )
+        return _report_run(outcome)
+    config = run_config(args)
+    memories = resolve_memories(args.memory)
+    dialogues = load_dialogues(*args.dialogues)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    default = Path("results") / (f"dryrun-{stamp}" if args.dry_run else f"run-{stamp}")
+    out = default if args.out is None else args.out  # "" is refused, never the default
+    args.out = out  # for the resume hint if the run is interrupted
+    outcome = run_benchmark(
+        memories,
+        dialogues,
+        out,
+        config,
+        sources=list(args.dialogues),
+        resources=resources,
+        progress=not args.quiet,
+    )
+    return _report_run(outcome)
+
+
+def _report_run(outcome) -> int:
+    """Print the ended run (``views/finished_run.py``) and where to look next; 1 if a cell
+    failed."""
+    from memory_lab.views.finished_run import finished_run_text
+
+    print(finished_run_text(outcome.path, outcome.summary))
+    print(f"\nresults: {outcome.path}/ (run.json, records.jsonl, summary.csv)")
+    folder = shlex.quote(str(outcome.path))
+    print(f"report:  memory-lab report {folder}  (charts and report.html)")
+    print(f"browse:  memory-lab view {folder}  (runs side by side, each probe's contexts)")
+    if outcome.failed_cells:
+        print(f"{outcome.failed_cells} cell(s) failed; see run.json 'errors'.", file=sys.stderr)
+        return 1
+    return 0

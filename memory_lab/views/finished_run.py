@@ -1,0 +1,61 @@
+"""What the terminal shows of a run that just ended: the summary table (a dry run's notes around
+it), the reader's line, a note on LoCoMo's adversarial probes and recall by category.
+
+The figures come from the run's folder through ``results/read.py`` and the tables of
+``views/tables.py``; ``memory-lab run`` prints the text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from memory_lab.results.read import Results, read_results
+from memory_lab.results.summary import (
+    adversarial_apart,
+    is_adversarial,
+    reader_accuracy,
+    summarize_by_category,
+)
+from memory_lab.views.tables import format_category_table, format_reader_line, format_summary
+
+
+def finished_run_text(folder: str | Path, summary: pd.DataFrame) -> str:
+    """The text for the run in ``folder`` whose summary (``RunOutcome.summary``) is ``summary``."""
+    results = read_results(folder)
+    spec = results.spec
+    dry_run = spec is not None and spec.dry_run
+    lines = []
+    if dry_run:
+        wanted = ", ".join(f"{k}={v}" for k, v in spec.dry_run.items())
+        lines.append(f"DRY RUN ({wanted}): no provider was called; tokens come from the offline")
+        lines.append(
+            "stand-ins and are priced as the requested models. Recall figures are not theirs."
+        )
+    lines.append(format_summary(summary, spec))
+    if dry_run and len(summary):
+        lines.append(
+            f"DRY RUN total: {int(summary['total_tokens'].sum()):,} tokens, "
+            f"est. ${float(summary['est_cost_usd'].sum()):.4f} for the whole run"
+        )
+    reader_line = format_reader_line(reader_accuracy(results), spec)
+    if reader_line:
+        lines.append(reader_line)
+    note = adversarial_note(results)
+    if note:
+        lines.append(note)
+    lines += ["", format_category_table(summarize_by_category(results))]
+    return "\n".join(lines)
+
+
+def adversarial_note(results: Results) -> str | None:
+    """That the run's LoCoMo adversarial probes are summarised apart, when they are."""
+    probes = results.probes
+    count = int(probes.apply(is_adversarial, axis=1).sum()) if len(probes) else 0
+    if not count or not adversarial_apart(results):
+        return None
+    return (
+        f"{count} LoCoMo adversarial probe record(s) are summarised apart (see the table by "
+        "category; --adversarial include puts them in the headline)."
+    )
