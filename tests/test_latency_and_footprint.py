@@ -12,7 +12,7 @@ import pytest
 from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
 from memory_lab.models.tokens import count_tokens
 from memory_lab.results.read import LATENCY_COLUMNS, RECORDS_FILE, percentiles, summarize
-from memory_lab.run.runner import exchanges, session_ends
+from memory_lab.run.exchanges import exchanges, session_ends
 from memory_lab.views.tables import format_summary
 
 from .conftest import FIXTURES

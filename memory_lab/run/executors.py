@@ -40,9 +40,9 @@ from memory_lab.log.record_log import PartWriter
 from memory_lab.log.records import CellRecord
 from memory_lab.log.run_spec import RunSpec
 from memory_lab.memories.registry import MemorySpec, prepare_memories
-from memory_lab.models.embeddings import limit_torch_threads
-from memory_lab.models.providers import prepare_clients, use_client_settings
-from memory_lab.run.runner import RunModels, replay_dialogue
+from memory_lab.models.providers import prepare_clients
+from memory_lab.run.cell import replay_dialogue
+from memory_lab.run.context import RunModels
 from memory_lab.text.redact import redact
 
 OnExchange = Callable[[int], None]  # called with the cell index after each exchange
@@ -87,19 +87,6 @@ def cell_record(
         seconds=seconds,
         memory_tokens_held=held,
     ).to_dict()
-
-
-def worker_models(spec: RunSpec, threads: int) -> RunModels:
-    """The run's models in a worker process or Ray task, on at most ``threads`` torch threads;
-    the worker's provider clients get the run's timeout and retries."""
-    use_client_settings(spec.client)
-    limit_torch_threads(threads)  # jobs x threads stays within the machine's cores
-    return RunModels.create(
-        spec.effective,
-        cache_dir=spec.cache_dir,
-        resources=spec.resource_values,
-        work_dir=spec.folder,
-    )
 
 
 def prepare_stack(models: RunModels, specs: list[MemorySpec]) -> None:
@@ -419,7 +406,7 @@ def _worker_main(conn: Connection, spec: RunSpec, threads: int, driver: int) -> 
     set_driver(driver)
     models, error = None, None
     try:
-        models = worker_models(spec, threads)
+        models = RunModels.for_spec(spec, threads)
     except Exception as exc:  # noqa: BLE001 - every cell it is given fails with this error
         error = (f"worker could not start: {type(exc).__name__}: {exc}", traceback.format_exc())
     while True:
@@ -657,7 +644,7 @@ def _ray_cell(spec: RunSpec, task: CellTask) -> tuple[list[dict[str, Any]], str 
     models = _ray_models.get(key)
     if models is None:
         try:
-            models = worker_models(spec, 1)  # one CPU per task
+            models = RunModels.for_spec(spec, 1)  # one CPU per task
         except Exception as exc:  # noqa: BLE001 - the cell fails with this error
             error = f"worker could not start: {type(exc).__name__}: {exc}"
             return [cell_record(task.spec, task.dialogue, error)], redact(traceback.format_exc())
