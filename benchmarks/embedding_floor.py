@@ -37,7 +37,7 @@ from memory_lab.dialogue.sources import load_dialogues  # noqa: E402
 from memory_lab.models.embeddings import _e5, _encode  # noqa: E402
 from memory_lab.models.offline_reader import split_sentences  # noqa: E402
 from memory_lab.models.prompt import INPUT_KEY, OUTPUT_KEY  # noqa: E402
-from memory_lab.run.runner import exchanges  # noqa: E402
+from memory_lab.run.exchanges import exchanges  # noqa: E402
 
 
 def texts_of(source: str) -> dict[str, tuple[list[str], str]]:

@@ -38,7 +38,8 @@ from memory_lab.dialogue.sources import load_dialogues  # noqa: E402
 from memory_lab.models import OfflineReader  # noqa: E402
 from memory_lab.models.embeddings import OfflineEmbeddings  # noqa: E402
 from memory_lab.models.prompt import INPUT_KEY, OUTPUT_KEY, render_prompt, split_prompt  # noqa: E402
-from memory_lab.run.runner import exchanges, quiet_classic_deprecations  # noqa: E402
+from memory_lab.run.bridge import quiet_classic_deprecations  # noqa: E402
+from memory_lab.run.exchanges import exchanges  # noqa: E402
 from memory_lab.scoring.probes import score_probe  # noqa: E402
 from memory_lab.text.normalize import find_any  # noqa: E402
 

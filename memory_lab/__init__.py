@@ -39,10 +39,10 @@ _EXPORTS = {
     "Results": "memory_lab.results.read",
     "read_results": "memory_lab.results.read",
     "summarize": "memory_lab.results.summary",
-    "RunModels": "memory_lab.run.runner",
+    "RunModels": "memory_lab.run.context",
     "ModelSpec": "memory_lab.models.spec",
     "RunSpec": "memory_lab.log.run_spec",
-    "replay_dialogue": "memory_lab.run.runner",
+    "replay_dialogue": "memory_lab.run.cell",
     "load_dialogues": "memory_lab.dialogue.sources",
     "validate": "memory_lab.dialogue.sources",
 }
@@ -120,5 +120,6 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
     from memory_lab.results.read import Results, read_results
     from memory_lab.results.summary import summarize
     from memory_lab.run.benchmark import resolve_memories, run_benchmark
+    from memory_lab.run.cell import replay_dialogue
+    from memory_lab.run.context import RunModels
     from memory_lab.run.inspect import MemoryView, inspect_memory
-    from memory_lab.run.runner import RunModels, replay_dialogue

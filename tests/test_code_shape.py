@@ -232,6 +232,6 @@ def test_the_checks_see_long_functions_and_cycles():
     assert cycles(graph) == {("a", "b", "c")}
     staged = {
         "memory_lab.views.report": {"memory_lab.text.redact"},
-        "memory_lab.results.read": {"memory_lab.run.runner", "memory_lab"},
+        "memory_lab.results.read": {"memory_lab.run.cell", "memory_lab"},
     }
-    assert upward_imports(staged) == ["memory_lab.results.read -> memory_lab.run.runner"]
+    assert upward_imports(staged) == ["memory_lab.results.read -> memory_lab.run.cell"]

@@ -108,7 +108,7 @@ def test_the_prompt_is_in_the_runs_answer_style(mini_dialogue):
     """``--answer-style short`` runs record the short prompt; inspect shows that one too."""
     from memory_lab.log.config import RunConfig
     from memory_lab.models.prompt import render_prompt
-    from memory_lab.run.runner import RunModels
+    from memory_lab.run.context import RunModels
 
     models = RunModels.create(RunConfig(answer_style="short"), record_prompts=False)
     view = inspect_memory(

@@ -13,7 +13,7 @@ from memory_lab import load_dialogues, read_results, resolve_memories, run_bench
 from memory_lab.models.tokens import count_tokens
 from memory_lab.results.read import RECORDS_FILE
 from memory_lab.results.summary import LATENCY_COLUMNS, percentiles, summarize
-from memory_lab.run.runner import exchanges, session_ends
+from memory_lab.run.exchanges import exchanges, session_ends
 from memory_lab.views.tables import format_summary
 
 from .conftest import FIXTURES

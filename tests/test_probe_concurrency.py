@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from memory_lab import load_dialogues, resolve_memories, run_benchmark
-from memory_lab.run.runner import in_threads
+from memory_lab.run.pool import in_threads
 
 from .fault_runs import records_of, write_dialogues
 from .models.openai_mock import OpenAIMock

@@ -7,7 +7,8 @@ import pandas as pd
 from memory_lab import load_dialogues, parse_memory_spec, replay_dialogue
 from memory_lab.log.records import without_timings
 from memory_lab.models.prompt import INPUT_KEY
-from memory_lab.run.runner import Cell, exchanges
+from memory_lab.run.cell import Cell
+from memory_lab.run.exchanges import exchanges
 
 
 def probes_of(results, memory):

@@ -77,8 +77,9 @@ from memory_lab.results.read import (
     read_results,
 )
 from memory_lab.results.summary import summarize, summarize_by_category
+from memory_lab.run.context import RunModels
+from memory_lab.run.exchanges import exchanges
 from memory_lab.run.executors import CellOutcome, CellTask, choose_executor, import_ray
-from memory_lab.run.runner import RunModels, exchanges
 from memory_lab.text.redact import redact_value, remember_resources
 
 PACKAGES = (
@@ -474,7 +475,7 @@ def execute(
     folder = Path(spec.folder)
     remember_resources(spec.resource_values, spec.run_config.base_url)
     with client_settings(spec.client):  # every provider client of this process and its threads
-        models = run_models(spec)
+        models = RunModels.for_spec(spec)
         if locked:
             return _start(spec, folder, models, progress, overwrite)
         folder.mkdir(parents=True, exist_ok=True)
@@ -517,16 +518,6 @@ def _keep_ended_cells(spec: RunSpec, folder: Path) -> tuple[RunSpec, list[CellTa
     entry = {"at": datetime.now(UTC).isoformat(), "cells_kept": len(done)}
     spec = spec.replace(resume_history=(*spec.resume_history, entry), errors=())
     return spec.without("errors"), cells
-
-
-def run_models(spec: RunSpec) -> RunModels:
-    """The run-wide models of a spec in its folder (``executors.spec_models`` in workers)."""
-    return RunModels.create(
-        spec.effective,
-        cache_dir=spec.cache_dir,
-        resources=spec.resource_values,
-        work_dir=str(Path(spec.folder).resolve()),
-    )
 
 
 def _execute(

@@ -1,6 +1,6 @@
 """Look inside one memory at one turn: the context it would put into the prompt, and its cost.
 
-``inspect_memory`` replays a dialogue through a fresh memory with the runner's own ``Cell`` (the
+``inspect_memory`` replays a dialogue through a fresh memory with the run's own ``Cell`` (the
 same replay, prompt and meters as a benchmark run) and stops at the requested turn.
 """
 
@@ -15,9 +15,11 @@ from memory_lab.dialogue.model import Dialogue
 from memory_lab.dialogue.sources import builtin_suites, load_dialogues
 from memory_lab.memories.protocol import Exchange
 from memory_lab.memories.registry import MemorySpec, parse_memory_spec
-from memory_lab.models.prompt import INPUT_KEY, render_prompt
+from memory_lab.models.prompt import INPUT_KEY
 from memory_lab.models.tokens import count_tokens
-from memory_lab.run.runner import RunModels, exchanges, open_cell, replayed
+from memory_lab.run.cell import open_cell, replayed
+from memory_lab.run.context import RunModels
+from memory_lab.run.exchanges import exchanges
 
 # Lines that start a new part of a context: a buffered exchange, a retrieved vector snippet
 # (``input: ...`` / ``response: ...`` documents), the summary of a summary-buffer memory, or the
@@ -178,13 +180,12 @@ def inspect_memory(
     with open_cell(spec, dialogue, models) as cell:
         saved = replayed(cell, target.index + (query is not None))
         spent = sum(records[0].memory_tokens for _, records in saved)
-        cell.at(target)
         user_input = target.user if query is None else query
-        context = cell.memory_context(user_input)
+        turn = cell.prompt_for(user_input, target)  # the run's prompt
         spent += cell.maintenance()[0].total
         snapshot = cell.snapshot()
         summary = snapshot.get("summary")
-    prompt = render_prompt(context, user_input, models.config.answer_style)  # the run's prompt
+    context, prompt = turn.context, turn.text
     return MemoryView(
         memory=spec.label,
         dialogue=dialogue.id,

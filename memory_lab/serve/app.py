@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict
 
 from memory_lab.memories.lg_backends import PoolBusy, lend_pool, open_pool
 from memory_lab.memories.registry import MemorySpec
-from memory_lab.run.runner import RunModels
+from memory_lab.run.context import RunModels
 from memory_lab.serve.chat import Chats, on_postgres, served_spec
 from memory_lab.serve.guard import (
     Limits,

@@ -1,4 +1,4 @@
-"""One memory per (user, served memory): the runner's ``Cell`` answering live, and a transcript.
+"""One memory per (user, served memory): the run's ``Cell`` answering live, and a transcript.
 
 Each message is one exchange of a single session (``chat``), replayed through ``Cell`` in
 ``live`` mode: the memory gives its context, the answering model replies through the shared
@@ -28,7 +28,9 @@ from memory_lab.dialogue.model import FORMAT, Dialogue, parse_documents
 from memory_lab.memories.protocol import Exchange
 from memory_lab.memories.registry import MemorySpec
 from memory_lab.models.tokens import count_tokens
-from memory_lab.run.runner import Cell, RunModels, quiet_classic_deprecations
+from memory_lab.run.bridge import quiet_classic_deprecations
+from memory_lab.run.cell import Cell
+from memory_lab.run.context import RunModels
 from memory_lab.serve.guard import RequestError
 
 SESSION = "chat"
@@ -114,7 +116,7 @@ class UserMemory:
         ex = Exchange(n, message, "", f"u{n + 1}-{tag}", (f"a{n + 1}-{tag}",), SESSION, None)
         with quiet_classic_deprecations():
             record = self.cell.replay_exchange(ex)[0]
-            prompt_context = self.cell.view.context
+            turn = self.cell.last_prompt  # the prompt the model was sent for ``message``
         reply = record.reply or ""
         self.transcript.append((message, reply))
         self.last_message = message
@@ -122,7 +124,7 @@ class UserMemory:
             "memory": self.spec.label,
             "turn": len(self.transcript),
             "reply": reply,
-            "prompt_context": prompt_context,
+            "prompt_context": turn.context if turn is not None else "",
             "tokens": {
                 "context": record.context_tokens,
                 "prompt": record.prompt_tokens,
@@ -140,11 +142,10 @@ class UserMemory:
         query = self.last_message if query is None else query
         cell = self.cell
         with quiet_classic_deprecations():
-            cell.at(Exchange(0, query, "", None, (), SESSION, None))
-            context = cell.memory_context(query)
-            recall = cell.view.recall
+            turn = cell.prompt_for(query, Exchange(0, query, "", None, (), SESSION, None))
             snapshot = _plain(cell.snapshot())
             cell.maintenance()  # what looking cost is not charged to the next turn
+        context, recall = turn.context, turn.recall
         items = [{"kind": i.kind, "text": i.text} for i in (recall.items if recall else ())]
         return {
             "memory": self.spec.label,

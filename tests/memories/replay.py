@@ -7,7 +7,8 @@ from typing import Any
 
 from memory_lab import parse_memory_spec
 from memory_lab.memories.protocol import Exchange, Query
-from memory_lab.run.runner import Cell, exchanges
+from memory_lab.run.cell import Cell
+from memory_lab.run.exchanges import exchanges
 
 
 def replayed(spec: str, dialogue, models, upto: int | None = None, recall: bool = False) -> Cell:

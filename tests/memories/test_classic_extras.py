@@ -6,7 +6,7 @@ import pytest
 
 from memory_lab import inspect_memory, load_dialogues, replay_dialogue
 from memory_lab.memories import Query, build_memory, parse_memory_spec
-from memory_lab.run.runner import exchanges
+from memory_lab.run.exchanges import exchanges
 
 from ..conftest import FIXTURES
 

@@ -9,7 +9,7 @@ import pytest
 from memory_lab.memories import memory_factories
 from memory_lab.memories.protocol import HoldsTexts, Query, held_texts, tokens_held
 from memory_lab.models.tokens import count_tokens
-from memory_lab.run.runner import exchanges
+from memory_lab.run.exchanges import exchanges
 
 from .replay import replayed
 

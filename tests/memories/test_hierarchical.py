@@ -18,7 +18,7 @@ from memory_lab.memories.hierarchical import (
     date_hours,
 )
 from memory_lab.memories.protocol import Query
-from memory_lab.run.runner import exchanges
+from memory_lab.run.exchanges import exchanges
 
 from .replay import replayed
 

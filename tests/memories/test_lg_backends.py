@@ -17,7 +17,8 @@ from memory_lab.cli import main
 from memory_lab.memories.lg_backends import checkpoint_serializer, lend_pool, open_pool
 from memory_lab.memories.protocol import Query
 from memory_lab.memories.registry import build_memory, preflight_memories
-from memory_lab.run.runner import Cell, exchanges
+from memory_lab.run.cell import Cell
+from memory_lab.run.exchanges import exchanges
 
 
 def rows(url: str, table: str) -> int:
@@ -171,7 +172,7 @@ def test_a_cell_whose_connection_dies_leaves_nothing_on_the_server(
     connection or Python thread of it stays behind."""
     import threading
 
-    from memory_lab.run.runner import replay_dialogue
+    from memory_lab.run.cell import replay_dialogue
 
     preflight_memories([parse_memory_spec(memory)], pg_models.resources)
     before = {t.ident for t in threading.enumerate()}

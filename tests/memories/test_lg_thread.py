@@ -13,7 +13,8 @@ from memory_lab.cli import main
 from memory_lab.memories.lg_thread import message_tokens
 from memory_lab.memories.protocol import Query
 from memory_lab.memories.registry import build_memory
-from memory_lab.run.runner import Cell, exchanges
+from memory_lab.run.cell import Cell
+from memory_lab.run.exchanges import exchanges
 
 from ..conftest import FIXTURES
 

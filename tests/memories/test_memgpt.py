@@ -13,7 +13,8 @@ from memory_lab import (
 from memory_lab.cli import main
 from memory_lab.memories.memgpt import ConversationLog, CoreMemory, Message
 from memory_lab.memories.protocol import Query
-from memory_lab.run.runner import Cell, exchanges
+from memory_lab.run.cell import Cell
+from memory_lab.run.exchanges import exchanges
 
 from ..conftest import FIXTURES
 from ..models.openai_mock import CHAT_USAGE, TOOL_CALL_USAGE, OpenAIMock

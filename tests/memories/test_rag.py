@@ -7,7 +7,7 @@ import pytest
 from memory_lab.memories import MemorySpecError, Query, parse_memory_spec, tokens_held
 from memory_lab.memories.protocol import Exchange
 from memory_lab.models.tokens import token_ids
-from memory_lab.run.runner import exchanges
+from memory_lab.run.exchanges import exchanges
 
 from .replay import replayed, run_isolated
 

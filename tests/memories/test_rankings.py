@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memory_lab.memories.protocol import Query
-from memory_lab.run.runner import exchanges
+from memory_lab.run.exchanges import exchanges
 
 from .replay import replayed
 

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("fastapi", reason="memory-lab serve needs fastapi: pip install '.[serve]'")
 
 from memory_lab.log.config import RunConfig  # noqa: E402
-from memory_lab.run.runner import RunModels  # noqa: E402
+from memory_lab.run.context import RunModels  # noqa: E402
 
 
 @contextmanager

@@ -25,11 +25,11 @@ import sys
 from pathlib import Path
 
 from memory_lab.log.run_spec import RunSpec
+from memory_lab.run.context import RunModels
 from memory_lab.run.executors.cells import CellOutcome, CellTask, prepare_stack
 from memory_lab.run.executors.local import Executor, InProcess, Threads
 from memory_lab.run.executors.processes import Processes
 from memory_lab.run.executors.ray_tasks import RayTasks, import_ray
-from memory_lab.run.runner import RunModels
 
 __all__ = [
     "CellOutcome",

@@ -16,11 +16,10 @@ from typing import Any
 from memory_lab.dialogue.model import Dialogue
 from memory_lab.log.record_log import PartWriter
 from memory_lab.log.records import CellRecord
-from memory_lab.log.run_spec import RunSpec
 from memory_lab.memories.registry import MemorySpec, prepare_memories
-from memory_lab.models.embeddings import limit_torch_threads
-from memory_lab.models.providers import prepare_clients, use_client_settings
-from memory_lab.run.runner import RunModels, replay_dialogue
+from memory_lab.models.providers import prepare_clients
+from memory_lab.run.cell import replay_dialogue
+from memory_lab.run.context import RunModels
 from memory_lab.text.redact import redact
 
 OnExchange = Callable[[int], None]  # called with the cell index after each exchange
@@ -65,19 +64,6 @@ def cell_record(
         seconds=seconds,
         memory_tokens_held=held,
     ).to_dict()
-
-
-def worker_models(spec: RunSpec, threads: int) -> RunModels:
-    """The run's models in a worker process or Ray task, on at most ``threads`` torch threads;
-    the worker's provider clients get the run's timeout and retries."""
-    use_client_settings(spec.client)
-    limit_torch_threads(threads)  # jobs x threads stays within the machine's cores
-    return RunModels.create(
-        spec.effective,
-        cache_dir=spec.cache_dir,
-        resources=spec.resource_values,
-        work_dir=spec.folder,
-    )
 
 
 def prepare_stack(models: RunModels, specs: list[MemorySpec]) -> None:

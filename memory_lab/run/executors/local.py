@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from memory_lab.run.context import RunModels
 from memory_lab.run.executors.cells import (
     CellCancelled,
     CellOutcome,
@@ -19,7 +20,6 @@ from memory_lab.run.executors.cells import (
     prepare_stack,
     run_cell_to_part,
 )
-from memory_lab.run.runner import RunModels
 
 
 class Executor(Protocol):

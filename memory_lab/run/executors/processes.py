@@ -24,13 +24,13 @@ from typing import Any
 
 from memory_lab.log.faults import set_driver
 from memory_lab.log.run_spec import RunSpec
+from memory_lab.run.context import RunModels
 from memory_lab.run.executors.cells import (
     CellOutcome,
     CellTask,
     OnExchange,
     record_failure,
     run_cell_to_part,
-    worker_models,
 )
 
 
@@ -185,7 +185,7 @@ def _worker_main(conn: Connection, spec: RunSpec, threads: int, driver: int) -> 
     set_driver(driver)
     models, error = None, None
     try:
-        models = worker_models(spec, threads)
+        models = RunModels.for_spec(spec, threads)
     except Exception as exc:  # noqa: BLE001 - every cell it is given fails with this error
         error = (f"worker could not start: {type(exc).__name__}: {exc}", traceback.format_exc())
     while True:

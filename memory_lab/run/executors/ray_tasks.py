@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_lab.log.run_spec import RunSpec
+from memory_lab.run.context import RunModels
 from memory_lab.run.executors.cells import (
     CellOutcome,
     CellTask,
@@ -31,10 +32,8 @@ from memory_lab.run.executors.cells import (
     longest_first,
     record_failure,
     run_cell,
-    worker_models,
     write_part,
 )
-from memory_lab.run.runner import RunModels
 from memory_lab.text.redact import redact
 
 RAY_MISSING = "--executor ray needs the ray package: pip install 'memory-lab[ray]' (or 'ray>=2.60')"
@@ -227,7 +226,7 @@ def _ray_cell(spec: RunSpec, task: CellTask) -> tuple[list[dict[str, Any]], str 
     models = _ray_models.get(key)
     if models is None:
         try:
-            models = worker_models(spec, 1)  # one CPU per task
+            models = RunModels.for_spec(spec, 1)  # one CPU per task
         except Exception as exc:  # noqa: BLE001 - the cell fails with this error
             error = f"worker could not start: {type(exc).__name__}: {exc}"
             return [cell_record(task.spec, task.dialogue, error)], redact(traceback.format_exc())
