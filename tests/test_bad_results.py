@@ -95,11 +95,11 @@ RUN_CASES = {
     "not UTF-8": (lambda info: '{"status": "caf\xe9"}', "cannot be read as JSON"),
     "judge not an object": (
         _run_json(lambda info: {**info, "judge": 5}),
-        "field 'judge': must be an object, got int",
+        "field 'judge' must be an object, got int",
     ),
     "a grading prompt without its label": (
         _run_json(lambda info: {**info, "judge": {**info["judge"], "prompts": [{}]}}),
-        "field 'judge': 'prompts' must be a list of objects, each with a string 'label'",
+        "field 'judge.prompts[0]' lacks the field 'label'",
     ),
     "status not a string": (
         _run_json(lambda info: {**info, "status": 5}),

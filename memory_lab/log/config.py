@@ -164,12 +164,18 @@ class RunConfig:
         return context_window(self.context_limit, self.llm)
 
     def model(self, role: str) -> ModelSpec:
-        """The parsed model of a role: ``reader``, ``embeddings``, ``judge`` or a memory role."""
+        """The parsed model of a role: ``reader``, ``embeddings``, ``judge`` or a memory role
+        (each string parsed once per configuration; ValueError for one that does not parse)."""
         if role == "reader":
-            return ModelSpec.parse(self.llm)
-        if role in ("embeddings", "judge"):
-            return ModelSpec.parse(getattr(self, role) or OFFLINE)
-        return ModelSpec.parse(self.role_spec(role))
+            text = self.llm
+        elif role in ("embeddings", "judge"):
+            text = getattr(self, role) or OFFLINE
+        else:
+            text = self.role_spec(role)
+        parsed = self.__dict__.setdefault("_parsed_models", {})  # not a field: never written
+        if text not in parsed:
+            parsed[text] = ModelSpec.parse(text)
+        return parsed[text]
 
     def replace(self, **changes: Any) -> RunConfig:
         return dataclasses.replace(self, **changes)

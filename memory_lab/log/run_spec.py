@@ -16,9 +16,10 @@ folder and the dialogues themselves.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypedDict, Unpack
 
@@ -27,12 +28,12 @@ from memory_lab.dialogue.sources import load_dialogues
 from memory_lab.errors import ConfigError
 from memory_lab.log.config import RunConfig
 from memory_lab.log.record_log import naming_file
-from memory_lab.log.records import accepts, field_checks
+from memory_lab.log.records import field_checks
 from memory_lab.log.run_guard import check_config
 from memory_lab.memories.registry import MemorySpec, spec_from_json
 from memory_lab.models.accounting import Price, price_dict
 from memory_lab.models.spec import OFFLINE, ClientSettings, ModelSpec, is_offline
-from memory_lab.models.windows import describe
+from memory_lab.models.windows import MODEL_WINDOW, describe
 from memory_lab.text.limits import bounds_problem
 from memory_lab.text.redact import has_redacted_credentials, redact, redact_value
 
@@ -136,6 +137,12 @@ class _Record:
                     raise RunSpecError(f"{where}: field {label!r}: {exc}") from None
         absent = frozenset(n for n, k in keys.items() if k not in data)
         extra = {k: v for k, v in data.items() if k not in keys.values()}
+        derived = {f.name for f in dataclasses.fields(cls) if not f.init}  # checked, not kept
+        values = {n: v for n, v in values.items() if n not in derived}
+        for f in dataclasses.fields(cls):
+            required = f.default is MISSING and f.default_factory is MISSING and f.init
+            if required and f.name not in values:
+                raise RunSpecError(f"{where}: field {section!r} lacks the field {keys[f.name]!r}")
         try:
             return cls(**values, absent=absent, extra=extra)
         except TypeError as exc:  # a required key is missing
@@ -172,25 +179,6 @@ def _checked(check: Any, annotation: str) -> Any:
         return value
 
     return convert
-
-
-def _judge(data: Any, where: str, label: str) -> dict[str, Any] | None:
-    """run.json's ``judge`` as recorded (null: no judge), with what readers take from it
-    checked: the model, runs, temperature, and each grading prompt's label."""
-    if data is None:
-        return None
-    if not isinstance(data, dict):
-        raise ValueError(f"must be an object, got {type(data).__name__}")
-    for key, annotation in (("model", str), ("runs", int), ("temperature", float)):
-        if key in data and not accepts(annotation)(data[key]):
-            raise ValueError(f"{key!r} must be {annotation.__name__}, got {data[key]!r}")
-    prompts = data.get("prompts")
-    if prompts is not None and not (
-        isinstance(prompts, list)
-        and all(isinstance(p, dict) and isinstance(p.get("label"), str) for p in prompts)
-    ):
-        raise ValueError("'prompts' must be a list of objects, each with a string 'label'")
-    return data
 
 
 def _model(text: Any, where: str, label: str) -> ModelSpec:
@@ -340,6 +328,36 @@ def resume_options(given: dict[str, Any]) -> ResumeOptions:
 
 
 @dataclass(frozen=True)
+class JudgePrompt(_Record):
+    """One grading prompt of run.json's ``judge``: by file, SHA-256, version and placeholders,
+    not by its text (a resume reads the file again and refuses one whose SHA-256 changed)."""
+
+    label: str
+    file: str | None = None
+    sha256: str | None = None
+    version: str | None = None
+    placeholders: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JudgeRecord(_Record):
+    """run.json's ``judge``: the grading model, its parameters, temperature and runs per prompt,
+    and every grading prompt (``prompt_version``/``prompt_file``: the first one's, as run.json
+    had before several prompts)."""
+
+    CONVERT: ClassVar[dict[str, Any]] = {"prompts": _records(JudgePrompt)}
+
+    model: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    temperature: float = 0.0
+    runs: int = 1
+    prompt_version: str | None = None
+    prompt_file: str | None = None
+    prompts: tuple[JudgePrompt, ...] = ()
+    verdict: str | None = None
+
+
+@dataclass(frozen=True)
 class RunSpec(_Record):
     """Everything that shaped a run's numbers, and how the run stands (``status``...).
 
@@ -360,7 +378,9 @@ class RunSpec(_Record):
         "argv": _list,
         "errors": _list,
         "resume_history": _list,
-        "judge": _judge,
+        "judge": lambda data, where, label: (
+            None if data is None else JudgeRecord.from_json(data, where, label)
+        ),
     }
     KEYS: ClassVar[dict[str, str]] = {"resume_history": "resumed"}
 
@@ -376,15 +396,15 @@ class RunSpec(_Record):
     resources: tuple[str, ...] = ()  # names only: values are never written
     models: ModelRecord = field(default_factory=ModelRecord)
     prompt_template: str | None = None
-    answer_style: str | None = None
-    mode: str | None = None
+    answer_style: str | None = field(default=None, init=False)  # mirrors of ``config``
+    mode: str | None = field(default=None, init=False)
     cache_dir: str | None = None
-    judge: dict[str, Any] | None = None
-    concurrency: int | None = None
-    dry_run: dict[str, str] | None = None
-    context_limit: int | None = None  # the tokens a prompt may hold (None: no limit)
+    judge: JudgeRecord | None = None
+    concurrency: int | None = field(default=None, init=False)
+    dry_run: dict[str, str] | None = field(default=None, init=False)
+    context_limit: int | None = field(default=None, init=False)  # None: no limit
     context_limit_source: str | None = None  # given, model, none, unknown (windows.SOURCES)
-    jobs: int | None = None
+    jobs: int | None = field(default=None, init=False)
     pricing: Pricing = field(default_factory=Pricing)
     packages: dict[str, str] = field(default_factory=dict)
     python: str | None = None
@@ -403,6 +423,23 @@ class RunSpec(_Record):
     dialogue_set: tuple[Dialogue, ...] = field(
         default=(), metadata=_UNWRITTEN, repr=False, compare=False
     )
+
+    def __post_init__(self) -> None:
+        """The run.json fields that mirror the configuration (kept in run.json's layout for its
+        readers) come from ``config``: one source, never passed in or read from a file."""
+        config = self.config
+        limit = config.context_limit
+        models = {"llm": config.llm, "memory_llm": config.memory_llm}
+        mirrors = {
+            "answer_style": config.answer_style,
+            "mode": config.mode,
+            "concurrency": config.concurrency,
+            "dry_run": {**models, "embeddings": config.embeddings} if config.dry_run else None,
+            "context_limit": None if limit == MODEL_WINDOW else limit,
+            "jobs": config.jobs,
+        }
+        for name, value in mirrors.items():
+            object.__setattr__(self, name, value)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -495,12 +532,13 @@ class RunSpec(_Record):
 
     # -- what runs ----------------------------------------------------------------------------
 
-    @property
+    @functools.cached_property
     def run_config(self) -> RunConfig:
-        """The configuration executing: the recorded one with a resume's changes."""
+        """The configuration executing: the recorded one with a resume's changes (derived once
+        per spec: a change makes a new spec)."""
         return self.config.replace(**self.overrides) if self.overrides else self.config
 
-    @property
+    @functools.cached_property
     def effective(self) -> RunConfig:
         """The configuration the models are built from (every model offline in a dry run)."""
         config = self.run_config
@@ -530,7 +568,7 @@ class RunSpec(_Record):
     @property
     def judge_model(self) -> ModelSpec | None:
         """The grading model (``judge.model``), None without a judge."""
-        model = (self.judge or {}).get("model")
+        model = self.judge.model if self.judge is not None else None
         return None if model is None else ModelSpec.parse(model)
 
     def for_workers(self) -> RunSpec:
@@ -557,7 +595,7 @@ def check_judge_prompts(spec: RunSpec, where: str) -> None:
     """ValueError if a grading prompt file changed since the run started."""
     from memory_lab.scoring.judge import judge_templates
 
-    recorded = [p["sha256"] for p in ((spec.judge or {}).get("prompts") or [])]
+    recorded = [p.sha256 for p in spec.judge.prompts] if spec.judge is not None else []
     config = spec.config
     if config.judge is None or not recorded:
         return

@@ -34,7 +34,6 @@ from memory_lab.memories.registry import (
     MemorySpecError,
     ParamDoc,
     build_memory,
-    factory_for,
     parse_memory_spec,
     register_memory,
 )
@@ -76,7 +75,7 @@ def part_roles(params: dict[str, Any]) -> tuple[str, ...]:
     roles: list[str] = []
     for text in params.get("parts", []):
         spec = part_spec(text)
-        roles += factory_for(spec.name, spec.source).roles_for(spec.params)
+        roles += spec.factory.roles_for(spec.params)
     return tuple(dict.fromkeys(roles))
 
 
@@ -170,7 +169,7 @@ def combined(res: MemoryResources, parts: list[str] = ["window", "vector"]) -> C
     built = []
     for text in check_parts(parts):
         spec = part_spec(text)
-        factory = factory_for(spec.name, spec.source)
+        factory = spec.factory
         part_res = res.for_part(spec.label, factory.roles_for(spec.params))
         built.append((spec.label, build_memory(spec, part_res)))
     return Combined(built)

@@ -185,6 +185,18 @@ class MemorySpec:
     label: str
     source: str | None = None
 
+    @property
+    def factory(self) -> MemoryFactory:
+        """The registered factory this spec names, resolved once per process (kept on the
+        spec, never pickled: a worker resolves it in its own registry)."""
+        found = self.__dict__.get("_factory")
+        if found is None:
+            found = self.__dict__["_factory"] = factory_for(self.name, self.source)
+        return found
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_factory"}
+
     def to_json(self) -> dict[str, Any]:
         return {
             "label": self.label,
@@ -455,7 +467,7 @@ def make_spec(factory: MemoryFactory, given: dict[str, Any]) -> MemorySpec:
     label = factory.name
     if given:
         label += ":" + ",".join(f"{k}={_show(given[k])}" for k in sorted(given))
-    return MemorySpec(factory.name, params, label, factory.source)
+    return _resolved(MemorySpec(factory.name, params, label, factory.source), factory)
 
 
 def spec_from_json(data: dict[str, Any]) -> MemorySpec:
@@ -474,13 +486,19 @@ def spec_from_json(data: dict[str, Any]) -> MemorySpec:
         raise MemorySpecError(
             f"memory '{factory.name}' has parameters not recorded in run.json: {missing}"
         )
-    return MemorySpec(factory.name, params, data["label"], factory.source)
+    return _resolved(MemorySpec(factory.name, params, data["label"], factory.source), factory)
+
+
+def _resolved(spec: MemorySpec, factory: MemoryFactory) -> MemorySpec:
+    """``spec`` knowing the factory it was parsed against (so it is never looked up again)."""
+    spec.__dict__["_factory"] = factory
+    return spec
 
 
 def preflight_memories(specs: list[MemorySpec], resources: dict[str, str] | None = None) -> None:
     """Every memory's ``preflight``, before a run: one ``ValueError`` naming the first problem."""
     for spec in specs:
-        factory = factory_for(spec.name, spec.source)
+        factory = spec.factory
         if factory.preflight is not None:
             factory.preflight(
                 dict(spec.params), lambda name, s=spec: lookup_resource(resources, name, s.label)
@@ -490,7 +508,7 @@ def preflight_memories(specs: list[MemorySpec], resources: dict[str, str] | None
 def prepare_memories(specs: list[MemorySpec]) -> None:
     """Import every memory's ``stack`` in this thread: called before cells run in threads."""
     for spec in specs:
-        for module in factory_for(spec.name, spec.source).stack:
+        for module in spec.factory.stack:
             try:
                 importlib.import_module(module)
             except ImportError:
@@ -500,7 +518,7 @@ def prepare_memories(specs: list[MemorySpec]) -> None:
 def build_memory(spec: MemorySpec, res: Any) -> Any:
     """A fresh memory for one cell: what the factory returns, made a ``Memory`` for this run
     by ``as_memory`` (a LangChain ``BaseMemory`` wrapped, the run's ``timestamps`` applied)."""
-    factory = factory_for(spec.name, spec.source)
+    factory = spec.factory
     memory = as_memory(factory.build(res, **spec.params), res, spec.name)
     if not isinstance(memory, Memory):
         raise TypeError(

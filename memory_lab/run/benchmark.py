@@ -44,6 +44,8 @@ from memory_lab.log.run_guard import config_checksums, hold_folder
 from memory_lab.log.run_spec import (
     RUN_FILE,
     DialogueEntry,
+    JudgePrompt,
+    JudgeRecord,
     ModelRecord,
     Pricing,
     ResumeOptions,
@@ -54,7 +56,6 @@ from memory_lab.log.run_spec import (
 )
 from memory_lab.memories.registry import (
     MemorySpec,
-    factory_for,
     memory_factories,
     parse_memory_spec,
     preflight_memories,
@@ -130,7 +131,7 @@ def resolve_memories(specs: list[str]) -> list[MemorySpec]:
     return out
 
 
-def judge_info(config: RunConfig, base_url: str | None) -> dict[str, Any] | None:
+def judge_info(config: RunConfig, base_url: str | None) -> JudgeRecord | None:
     """run.json's ``judge``: model, parameters, temperature, runs and every grading prompt by
     file, SHA-256, version and placeholders (not its text: workers and a resume read the file
     again, and a resume refuses one whose SHA-256 changed); JudgePromptError for an unusable
@@ -141,34 +142,20 @@ def judge_info(config: RunConfig, base_url: str | None) -> dict[str, Any] | None
         return None
     templates = judge_templates(config.judge_prompts)
     model = resolve_judge(config.judge, base_url, temperature=config.judge_temperature)
-    return {
-        "model": config.judge,
-        "params": redact_value(dict(model._identifying_params)),
-        "temperature": config.judge_temperature,
-        "runs": config.judge_runs,
-        "prompt_version": templates[0].version,  # the first prompt's, as before several
-        "prompt_file": templates[0].file,
-        "prompts": [
-            {
-                "label": t.label,
-                "file": t.file,
-                "sha256": t.sha256,
-                "version": t.version,
-                "placeholders": list(t.placeholders),
-            }
+    return JudgeRecord(
+        model=config.judge,
+        params=redact_value(dict(model._identifying_params)),
+        temperature=config.judge_temperature,
+        runs=config.judge_runs,
+        prompt_version=templates[0].version,  # the first prompt's, as before several
+        prompt_file=templates[0].file,
+        prompts=tuple(
+            JudgePrompt(t.label, t.file, t.sha256, t.version, tuple(t.placeholders))
             for t in templates
-        ],
-        "verdict": "judge_correct is the majority of the first prompt's runs (a tie: the "
+        ),
+        verdict="judge_correct is the majority of the first prompt's runs (a tie: the "
         "earliest run); judge_verdicts holds every (prompt, run)",
-    }
-
-
-def absolute_judge_prompts(config: RunConfig) -> RunConfig:
-    """The config with its grading prompt files named by absolute paths (for --resume)."""
-    from memory_lab.scoring.judge import BUILTIN
-
-    paths = tuple(p if p == BUILTIN else str(Path(p).resolve()) for p in config.judge_prompts)
-    return config.replace(judge_prompts=paths)
+    )
 
 
 def package_versions() -> dict[str, str]:
@@ -226,7 +213,7 @@ def memory_roles(memories: list[MemorySpec]) -> list[str]:
     """Every memory model role the run's memories use: ``memory`` plus any they declare."""
     roles = ["memory"]
     for spec in memories:
-        roles += factory_for(spec.name, spec.source).roles_for(spec.params)
+        roles += spec.factory.roles_for(spec.params)
     return list(dict.fromkeys(roles))
 
 
@@ -266,23 +253,33 @@ def run_benchmark(
     return execute(spec, progress=progress, overwrite=overwrite)
 
 
-def price_models(config: RunConfig, prices: dict[str, Price]) -> RunConfig:
-    """The config with its price table entries: real models by their own entry when the table
-    has one, offline runs as gpt-4o-mini (ConfigError for an entry the table lacks)."""
-    if config.price_model is None:
+def resolved_config(config: RunConfig, prices: dict[str, Price]) -> RunConfig:
+    """The configuration a run records, completed in one step: the price table entries (real
+    models by their own entry when the table has one, offline runs as gpt-4o-mini; ConfigError
+    for an entry the table lacks), the context limit as the number it gives (the requested
+    answering model's window by default, in a dry run too) and the grading prompt files by
+    absolute paths (for --resume)."""
+    from memory_lab.scoring.judge import BUILTIN
+
+    price_model, embedding_price_model = config.price_model, config.embedding_price_model
+    if price_model is None:
         name = config.model("reader").name
-        config = config.replace(price_model=name if name in prices else DEFAULT_PRICE_MODEL)
-    if config.embedding_price_model is None:
+        price_model = name if name in prices else DEFAULT_PRICE_MODEL
+    if embedding_price_model is None:
         name = config.model("embeddings").name
-        config = config.replace(
-            embedding_price_model=name if name in prices else DEFAULT_EMBEDDING_PRICE_MODEL
-        )
-    for name in (config.price_model, config.embedding_price_model):
+        embedding_price_model = name if name in prices else DEFAULT_EMBEDDING_PRICE_MODEL
+    for name in (price_model, embedding_price_model):
         if name not in prices:
             raise ConfigError(
                 f"no price for {name!r} in the price table (known: {', '.join(prices)})"
             )
-    return config
+    prompts = tuple(p if p == BUILTIN else str(Path(p).resolve()) for p in config.judge_prompts)
+    return config.replace(
+        price_model=price_model,
+        embedding_price_model=embedding_price_model,
+        context_limit=config.window().limit,
+        judge_prompts=prompts,
+    )
 
 
 def run_cache_dir(config: RunConfig, effective: RunConfig) -> str | None:
@@ -333,9 +330,8 @@ def prepare_run(
     if not dialogues:
         raise ValueError("no dialogues to run")
     prices = load_prices(config.prices_file)
-    config = price_models(config, prices)
     window = config.window()  # the requested answering model's, in a dry run too
-    config = config.replace(context_limit=window.limit)  # recorded as the number it gives
+    config = resolved_config(config, prices)
     effective = config.offline_stand_ins() if config.dry_run else config
     cache_dir = run_cache_dir(config, effective)
     offline_embedding_model(effective.embeddings)  # ValueError if unknown
@@ -343,8 +339,6 @@ def prepare_run(
     client = ClientSettings.from_env(config.request_timeout)
     if max_retries is not None:
         client = ClientSettings(client.timeout, max_retries)
-    config = absolute_judge_prompts(config)
-    effective = absolute_judge_prompts(effective)
     with client_settings(client):  # the recorded parameters are those of the run's clients
         judge = judge_info(config, effective.base_url)  # a bad --judge-prompt file fails here
         models = model_record(effective, memory_roles(memories))
@@ -360,21 +354,9 @@ def prepare_run(
         resources=tuple(sorted(resources or {})),
         models=models,
         prompt_template=TEMPLATES[config.answer_style],
-        answer_style=config.answer_style,
-        mode=config.mode,
         cache_dir=cache_dir,
         judge=judge,
-        concurrency=config.concurrency,
-        dry_run={
-            "llm": config.llm,
-            "memory_llm": config.memory_llm,
-            "embeddings": config.embeddings,
-        }
-        if config.dry_run
-        else None,
-        context_limit=window.limit,
         context_limit_source=window.source,
-        jobs=config.jobs,
         pricing=run_pricing(config, prices),
         packages=package_versions(),
         python=sys.version.split()[0],

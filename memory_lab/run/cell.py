@@ -34,7 +34,7 @@ from memory_lab.memories.protocol import (
     part_cell_id,
     tokens_held,
 )
-from memory_lab.memories.registry import MemorySpec, build_memory, factory_for
+from memory_lab.memories.registry import MemorySpec, build_memory
 from memory_lab.models import model_name
 from memory_lab.models.accounting import Meter, MeterCallback, Usage
 from memory_lab.models.prompt import INPUT_KEY, MEMORY_KEY, OUTPUT_KEY, answer_prompt, render_prompt
@@ -43,7 +43,7 @@ from memory_lab.run.bridge import FixedContext, PromptMemory, quiet_classic_depr
 from memory_lab.run.context import RunModels
 from memory_lab.run.exchanges import exchanges, session_ends
 from memory_lab.run.pool import in_threads
-from memory_lab.run.probe_record import Answered, CellFacts, Recalled, probe_record
+from memory_lab.run.probe_record import Answered, CellFacts, ProbeContext, probe_record
 
 Emit = Callable[[dict[str, Any]], None]
 EMBEDDINGS_ROLE = "embeddings"  # usage rows of a composite memory's part that embeds text
@@ -75,7 +75,7 @@ class Answerer:
     answering a cell's probes."""
 
     chain: Any
-    view: FixedContext
+    fixed_context: FixedContext
     meter: Meter
     callback: MeterCallback
     judge: Any = None
@@ -92,7 +92,7 @@ class Answerer:
 
     def answer(self, context: str, question: str) -> Answered:
         """Answer ``question`` over ``context`` (recalled beforehand) with this reader."""
-        self.view.context = context
+        self.fixed_context.context = context
         answering = time.perf_counter()
         reply, prompt, usage = self.invoke(question)
         return Answered(reply, prompt, usage, time.perf_counter() - answering)
@@ -117,7 +117,7 @@ class Cell:
         self.held: int | None = None  # the footprint at the last session end
         self.last_prompt: TurnPrompt | None = None  # of the last turn or look (``prompt_for``)
         config = models.config
-        factory = factory_for(spec.name, spec.source)
+        factory = spec.factory
         self.roles = ("memory", *(r for r in factory.roles if r != "memory"))
         self.role_meters = {role: Meter() for role in self.roles}
         self.embedding_meter = Meter()
@@ -147,14 +147,14 @@ class Cell:
         self.facts = CellFacts.of(spec, dialogue)
         self.memory = build_memory(spec, self.resources)
         self.resources.on_close(self.memory.close)
-        self._view = PromptMemory(
+        self._prompt_memory = PromptMemory(
             memory=self.memory, limit=config.window().limit, style=config.answer_style
         )
-        # answerer 0 is the cell's own reader and judge: its chain over ``_view`` replays live
-        # turns (``_invoke``), its chain over a fixed context answers probes
+        # answerer 0 is the cell's own reader and judge: its chain over ``_prompt_memory``
+        # replays live turns (``_invoke``), its chain over a fixed context answers probes
         own = self._new_answerer()
         self.answerers = [own]
-        self._chain = self._answer_chain(own.chain.llm, self._view)
+        self._chain = self._answer_chain(own.chain.llm, self._prompt_memory)
 
     def _answer_chain(self, reader: Any, memory: BaseMemory) -> Any:
         """The answering chain: ``reader`` with the run's answer prompt over ``memory``."""
@@ -176,8 +176,8 @@ class Cell:
         callback = MeterCallback(meter)
         reader = self.models.chat_model(config.llm, "reader")
         reader.callbacks = [callback]
-        view = FixedContext()
-        answerer = Answerer(self._answer_chain(reader, view), view, meter, callback)
+        fixed = FixedContext()
+        answerer = Answerer(self._answer_chain(reader, fixed), fixed, meter, callback)
         if config.judge:
             answerer.judge = self.models.judge_panel(answerer.judge_meter)
         return answerer
@@ -221,7 +221,8 @@ class Cell:
 
     def at(self, ex: Exchange) -> None:
         """Recall from now on happens in ``ex``'s session."""
-        self._view.session_id, self._view.session_date = ex.session_id, ex.session_date
+        memory = self._prompt_memory
+        memory.session_id, memory.session_date = ex.session_id, ex.session_date
 
     def prompt_for(self, text: str, ex: Exchange) -> TurnPrompt:
         """The exact prompt a turn saying ``text`` in ``ex``'s session would send now.
@@ -232,14 +233,19 @@ class Cell:
         memory's models stays metered to the cell (``maintenance``). Kept as ``last_prompt``.
         """
         self.at(ex)
-        context = self._view.load_memory_variables({INPUT_KEY: text})[MEMORY_KEY]
+        context = self._prompt_memory.load_memory_variables({INPUT_KEY: text})[MEMORY_KEY]
         return self._read(render_prompt(context, text, self.models.config.answer_style))
 
     def _read(self, prompt: str) -> TurnPrompt:
         """``prompt`` with what the last reading of the memory gave it; kept as ``last_prompt``."""
-        view = self._view
+        memory = self._prompt_memory
         self.last_prompt = TurnPrompt(
-            prompt, view.context, view.recall, view.truncated, view.cut_tokens, view.recall_seconds
+            prompt,
+            memory.context,
+            memory.recall,
+            memory.truncated,
+            memory.cut_tokens,
+            memory.recall_seconds,
         )
         return self.last_prompt
 
@@ -300,7 +306,7 @@ class Cell:
         ]
 
     def _invoke(self, text: str) -> tuple[str, str, Usage]:
-        """Ask the chain over the memory's view (a live turn) with answerer 0's reader."""
+        """Ask the chain over the memory's prompt memory (a live turn) with answerer 0's reader."""
         return self.answerers[0].invoke(text, self._chain)
 
     def replay_exchange(
@@ -376,14 +382,14 @@ class Cell:
 
         yield from in_threads(answer, len(probes), width)
 
-    def recall_for(self, probe: Probe, ex: Exchange) -> Recalled:
+    def recall_for(self, probe: Probe, ex: Exchange) -> ProbeContext:
         """Read what the memory puts into this probe's prompt, and what that cost."""
         started = time.perf_counter()
         self.maintenance()
         turn = self.prompt_for(probe.question, ex)
         usage, _ = self.maintenance()
         seconds = time.perf_counter() - started
-        return Recalled(
+        return ProbeContext(
             turn.context,
             turn.recall,
             turn.truncated,
@@ -394,7 +400,7 @@ class Cell:
         )
 
     def answer(
-        self, probe: Probe, ex: Exchange, recalled: Recalled, answerer: Answerer
+        self, probe: Probe, ex: Exchange, recalled: ProbeContext, answerer: Answerer
     ) -> ProbeRecord:
         """Answer a recalled probe with ``answerer`` (safe in a thread); its record is scored
         by ``probe_record`` and timed here, recall included."""

@@ -1,6 +1,6 @@
 """One probe's record: the reply scored every way a run scores it, beside what asking cost.
 
-A cell recalls a probe's context (``Recalled``), a reader answers it (``Answered``), and
+A cell recalls a probe's context (``ProbeContext``), a reader answers it (``Answered``), and
 ``probe_record`` builds the ``ProbeRecord`` from those and the cell's dialogue (``CellFacts``):
 the match against the answers (``score_probe``), the field's F1/BLEU-1/EM, evidence recall and
 rank scores against what the memory recalled, and with a judge its grades.
@@ -43,7 +43,7 @@ class CellFacts:
 
 
 @dataclass
-class Recalled:
+class ProbeContext:
     """What the memory gave one probe's prompt, and what recalling it cost."""
 
     context: str
@@ -70,7 +70,7 @@ def probe_record(
     probe: Probe,
     ex: Exchange,
     cell: CellFacts,
-    recalled: Recalled,
+    recalled: ProbeContext,
     answered: Answered,
     judge: Any = None,
 ) -> ProbeRecord:

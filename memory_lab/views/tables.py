@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from memory_lab.log.run_spec import RunSpec
+from memory_lab.log.run_spec import JudgePrompt, RunSpec
 from memory_lab.results.summary import FIELD_SCORES, LATENCY_COLUMNS
 from memory_lab.views.numbers import is_missing, percent
 
@@ -172,13 +172,11 @@ def format_judge_summary(summary: pd.DataFrame, run: Run = None) -> list[str]:
     """Lines for the terminal: J mean ± sd per grading prompt beside string recall, the field's
     answer scores when the summary has them, and kappa; nothing for a run without a judge."""
     spec = _spec(run)
-    judge = (spec.judge if spec is not None else None) or {}
-    if "judge_accuracy" not in summary.columns or not judge:
+    judge = spec.judge if spec is not None else None
+    if "judge_accuracy" not in summary.columns or judge is None:
         return []
-    prompts = judge.get("prompts") or [
-        {"label": "p1", "file": judge.get("prompt_file"), "version": judge.get("prompt_version")}
-    ]
-    labels = [p["label"] for p in prompts]
+    prompts = judge.prompts or (JudgePrompt("p1", judge.prompt_file, None, judge.prompt_version),)
+    labels = [p.label for p in prompts]
     scores = [c for c in FIELD_SCORES if c in summary.columns]
     width = max([12, *(len(str(m)) for m in summary["memory"])])
 
@@ -200,11 +198,11 @@ def format_judge_summary(summary: pd.DataFrame, run: Run = None) -> list[str]:
     for label in labels:
         head += [f"{'J ' + label + ' (mean ± sd)':>19}", f"{'κ ' + label + '~recall':>12}"]
     head += [f"{'κ ' + labels[0] + '~' + label:>9}" for label in labels[1:]]
-    runs = int(judge.get("runs") or 1)
-    named = "; ".join(f"{p['label']} = {p.get('file')} ({p.get('version')})" for p in prompts)
+    runs = int(judge.runs or 1)
+    named = "; ".join(f"{p.label} = {p.file} ({p.version})" for p in prompts)
     lines = [
         "",
-        f"judge ({spec.judge_model}): temperature {judge.get('temperature', 0.0):g}, "
+        f"judge ({spec.judge_model}): temperature {judge.temperature:g}, "
         f"{runs} run(s) per prompt; {named}",
         " ".join(head),
     ]
