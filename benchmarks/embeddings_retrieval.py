@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from memory_lab import RunModels, load_dialogues, replay_dialogue  # noqa: E402
 from memory_lab.models import embeddings as emb_module  # noqa: E402
 from memory_lab.models.embeddings import OfflineEmbeddings, resolve_embedding_model  # noqa: E402
-from memory_lab.run.benchmark import resolve_memories  # noqa: E402
+from memory_lab.run.prepare import resolve_memories  # noqa: E402
 
 
 class EncoderClock:

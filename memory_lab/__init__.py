@@ -11,9 +11,9 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "execute": "memory_lab.run.benchmark",
-    "prepare_run": "memory_lab.run.benchmark",
-    "resolve_memories": "memory_lab.run.benchmark",
+    "execute": "memory_lab.run.execute",
+    "prepare_run": "memory_lab.run.prepare",
+    "resolve_memories": "memory_lab.run.prepare",
     "resume_benchmark": "memory_lab.run.benchmark",
     "run_benchmark": "memory_lab.run.benchmark",
     "RunConfig": "memory_lab.log.config",
@@ -119,7 +119,8 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
     )
     from memory_lab.results.read import Results, read_results
     from memory_lab.results.summary import summarize
-    from memory_lab.run.benchmark import resolve_memories, run_benchmark
+    from memory_lab.run.benchmark import run_benchmark
     from memory_lab.run.cell import replay_dialogue
     from memory_lab.run.context import RunModels
     from memory_lab.run.inspect import MemoryView, inspect_memory
+    from memory_lab.run.prepare import resolve_memories

@@ -103,12 +103,12 @@ def test_report_on_an_empty_run_says_so(tmp_path, capsys):
 def test_ctrl_c_exits_130_with_one_line_saying_how_to_resume(tmp_path, capsys, monkeypatch):
     import json
 
-    import memory_lab.run.benchmark as benchmark
+    import memory_lab.run.execute as execute
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(benchmark, "choose_executor", interrupted)  # once run.json is written
+    monkeypatch.setattr(execute, "choose_executor", interrupted)  # once run.json is written
     out = tmp_path / "run"
     argv = ["run", "--memory", "buffer", "--dialogues", str(FIXTURES / "dialogues")]
     code = main([*argv, "--out", str(out), "--quiet"])

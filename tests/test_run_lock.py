@@ -178,14 +178,14 @@ def test_the_lock_is_released_after_a_normal_end_and_after_an_exception(
                 pass
     holder(reference).kill()  # and free for another process
 
-    import memory_lab.run.benchmark as benchmark
+    import memory_lab.run.execute as execute
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
     out = tmp_path / "run"
     with monkeypatch.context() as patch:
-        patch.setattr(benchmark, "choose_executor", broken)  # once run.json is written
+        patch.setattr(execute, "choose_executor", broken)  # once run.json is written
         with pytest.raises(RuntimeError, match="boom"):
             run_benchmark(
                 resolve_memories(MEMORIES),

@@ -22,7 +22,7 @@ from memory_lab.log.config import RunConfig
 from memory_lab.log.run_guard import check_config
 from memory_lab.log.run_spec import ModelSpec, RunSpec, RunSpecError
 from memory_lab.models.providers import ClientSettings, client_settings, provider_chat_model
-from memory_lab.run.benchmark import prepare_run
+from memory_lab.run.prepare import prepare_run
 
 from .conftest import FIXTURES
 from .fault_runs import write_dialogues

@@ -57,7 +57,8 @@ def run_config(args: argparse.Namespace) -> RunConfig:
 def run_command(args: argparse.Namespace) -> int:
     """``memory-lab run``; ``args.given`` names the options given (``parser.given_run_options``)."""
     from memory_lab.dialogue.sources import load_dialogues
-    from memory_lab.run.benchmark import resolve_memories, resume_benchmark, run_benchmark
+    from memory_lab.run.benchmark import resume_benchmark, run_benchmark
+    from memory_lab.run.prepare import resolve_memories
 
     resources = named_values(args.resource, "--resource")
     if args.resume:

@@ -1,6 +1,6 @@
 """``RunSpec``: a run's whole description, typed and frozen, as ``run.json`` holds it.
 
-``prepare_run`` (``run/benchmark.py``) builds one; ``save`` writes it as ``run.json`` and ``load``
+``prepare_run`` (``run/prepare.py``) builds one; ``save`` writes it as ``run.json`` and ``load``
 reads it back (a clear error naming the file and the field on bad input), with the layout
 ``run.json`` has always had: the same keys and values, a key an older version did not write
 stays unwritten, and keys this version does not know are kept. ``resumed`` gives the spec a

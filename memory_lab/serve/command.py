@@ -101,9 +101,9 @@ def settings_from(args: argparse.Namespace) -> object:
     from memory_lab.memories.registry import preflight_memories
     from memory_lab.models.providers import check_provider, use_client_settings
     from memory_lab.models.spec import ClientSettings
-    from memory_lab.run.benchmark import resolve_memories
     from memory_lab.run.context import RunModels
     from memory_lab.run.executors import prepare_stack
+    from memory_lab.run.prepare import resolve_memories
     from memory_lab.serve.guard import Limits
 
     try:

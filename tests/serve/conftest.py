@@ -64,7 +64,7 @@ def serve(serve_models) -> Callable:
     import dataclasses
 
     from memory_lab.memories.registry import preflight_memories
-    from memory_lab.run.benchmark import resolve_memories
+    from memory_lab.run.prepare import resolve_memories
     from memory_lab.serve.app import ServeSettings
     from memory_lab.serve.guard import Limits
 

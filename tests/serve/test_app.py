@@ -14,8 +14,8 @@ import yaml
 
 from memory_lab.dialogue.model import parse_documents
 from memory_lab.log.config import RunConfig
-from memory_lab.run.benchmark import resolve_memories
 from memory_lab.run.context import RunModels
+from memory_lab.run.prepare import resolve_memories
 from memory_lab.serve.chat import cell_id
 from memory_lab.serve.guard import Limits
 

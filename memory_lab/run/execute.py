@@ -1,0 +1,260 @@
+"""Executing a run: every (memory, dialogue) cell into one results folder, then the summary.
+
+``execute`` runs a new run's spec (``prepare.prepare_run``) or a resume's
+(``RunSpec.load(folder).resumed(...)``): it holds the folder's lock, keeps the cells a resumed
+run had ended, runs the rest through the chosen executor with a progress bar, writes run.json's
+status as it goes and the summary tables at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import threading
+import uuid
+from contextlib import closing
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm import tqdm
+
+from memory_lab.dialogue.model import Dialogue
+from memory_lab.log.record_log import (
+    PARTS_DIR,
+    RecordLog,
+    cell_key,
+    commit_in_order,
+    dump_record,
+    ended_cells,
+    naming_file,
+    prepare_parts,
+)
+from memory_lab.log.run_guard import hold_folder
+from memory_lab.log.run_spec import (
+    RunSpec,
+)
+from memory_lab.memories.registry import (
+    MemorySpec,
+)
+from memory_lab.models.providers import client_settings
+from memory_lab.results.read import (
+    CATEGORY_SUMMARY_FILE,
+    RECORDS_FILE,
+    SUMMARY_FILE,
+    read_records,
+    read_results,
+)
+from memory_lab.results.summary import summarize, summarize_by_category
+from memory_lab.run.context import RunModels
+from memory_lab.run.exchanges import exchanges
+from memory_lab.run.executors import CellOutcome, CellTask, choose_executor
+from memory_lab.run.prepare import prepare_out_dir
+from memory_lab.text.redact import remember_resources
+
+
+@dataclass
+class RunOutcome:
+    path: Path
+    summary: pd.DataFrame
+    failed_cells: int
+
+
+def grid(memories: list[MemorySpec], dialogues: list[Dialogue]) -> list[CellTask]:
+    """Every (memory, dialogue) cell of a run, indexed in the same order on every resume."""
+    cells = [(m, d) for m in memories for d in dialogues]
+    return [CellTask(i, m, d) for i, (m, d) in enumerate(cells)]
+
+
+def execute(
+    spec: RunSpec, *, progress: bool = True, locked: bool = False, overwrite: bool = False
+) -> RunOutcome:
+    """Run a prepared (``prepare_run``) or resumed (``RunSpec.resumed``) spec in its folder.
+
+    The folder is held (``run_guard.hold_folder``; ``locked``: the caller holds it) from
+    before its first write to its last. A new run refuses a folder that holds a run; a resumed
+    one keeps the cells that ended ok and redoes the rest; ``overwrite``: a new run empties a
+    folder that holds a run (``prepare_out_dir``).
+    """
+    folder = Path(spec.folder)
+    remember_resources(spec.resource_values, spec.run_config.base_url)
+    with client_settings(spec.client):  # every provider client of this process and its threads
+        models = RunModels.for_spec(spec)
+        if locked:
+            return _start(spec, folder, models, progress, overwrite)
+        folder.mkdir(parents=True, exist_ok=True)
+        with hold_folder(folder):
+            return _start(spec, folder, models, progress, overwrite)
+
+
+def _start(
+    spec: RunSpec, folder: Path, models: RunModels, progress: bool, overwrite: bool = False
+) -> RunOutcome:
+    if spec.resuming:
+        spec, cells = _keep_ended_cells(spec, folder)
+    else:
+        prepare_out_dir(folder, overwrite)
+        spec.save(folder)
+        cells = grid(list(spec.memory_specs), list(spec.dialogue_set))
+    return _execute(folder, spec, cells, models, progress)
+
+
+def _keep_ended_cells(spec: RunSpec, folder: Path) -> tuple[RunSpec, list[CellTask]]:
+    """Each cell's first block closed by an ok cell record is kept; a block cut short by a
+    kill, a failed cell and any second copy are dropped (``log/record_log.py``). Returns the spec
+    with this resume noted and the cells still to run."""
+    records = read_records(folder) if (folder / RECORDS_FILE).exists() else []
+    keep = ended_cells(records, statuses=("ok",))
+    done = {cell_key(r) for r in keep if r["type"] == "cell"}
+    tmp = folder / (RECORDS_FILE + ".tmp")
+    with naming_file(tmp):
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.writelines(dump_record(r) for r in keep)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError:
+            tmp.unlink(missing_ok=True)  # records.jsonl is as it was
+            raise
+    tmp.replace(folder / RECORDS_FILE)
+    memories, dialogues = list(spec.memory_specs), list(spec.dialogue_set)
+    cells = [c for c in grid(memories, dialogues) if (c.spec.label, c.dialogue.id) not in done]
+    entry = {"at": datetime.now(UTC).isoformat(), "cells_kept": len(done)}
+    spec = spec.replace(resume_history=(*spec.resume_history, entry), errors=())
+    return spec.without("errors"), cells
+
+
+def _execute(
+    folder: Path, spec: RunSpec, cells: list[CellTask], models: RunModels, progress: bool
+) -> RunOutcome:
+    """Run ``cells``, appending their records; run.json says how the run ended."""
+    state = _RunState(spec)
+    try:
+        failed = _run_cells(folder, state, cells, models, progress)
+    except BaseException as exc:  # an interrupt (Ctrl-C, SIGTERM) or an error (a full disk)
+        state.end("interrupted", 0, stopped_by=exc)  # leaves the run resumable
+        raise
+    state.end("failed" if failed else "complete", failed)
+    results = read_results(folder)
+    summary = summarize(results)
+    tables = {SUMMARY_FILE: summary, CATEGORY_SUMMARY_FILE: summarize_by_category(results)}
+    for name, table in tables.items():
+        with naming_file(folder / name):
+            table.to_csv(folder / name, index=False)
+    return RunOutcome(folder, summary, failed)
+
+
+class _RunState:
+    """The spec of the run as it goes: each change is written to run.json at once."""
+
+    def __init__(self, spec: RunSpec):
+        self.spec = spec
+
+    def update(self, **changes: Any) -> None:
+        self.spec = self.spec.replace(**changes)
+        self.spec.save()
+
+    def end(self, status: str, failed: int, stopped_by: BaseException | None = None) -> None:
+        """run.json says how the run ended. When ``stopped_by`` (what stopped the run) is
+        raised on and run.json cannot be written either (a full disk), the error that stopped
+        the run stays the one raised, with a note saying so."""
+        try:
+            self.update(finished=datetime.now(UTC).isoformat(), status=status, failed_cells=failed)
+        except OSError as exc:
+            if stopped_by is None:
+                raise
+            stopped_by.add_note(
+                f"{self.spec.run_file} could not be updated either: {exc.strerror or exc}; "
+                f"its status was not set to {status!r}"
+            )
+
+
+class _StartingNote:
+    """Until the first exchange is replayed, the progress bar says the run is starting (models
+    load first, in every worker) and its clock ticks each second, so the first seconds show
+    work rather than a still 0% with a guessed ETA."""
+
+    def __init__(self, bar: Any):
+        self.bar = bar
+        self.stop = threading.Event()
+        bar.set_postfix_str("starting: loading models", refresh=True)
+        self.thread = threading.Thread(target=self._tick, name="memory-lab-progress", daemon=True)
+        self.thread.start()
+
+    def _tick(self) -> None:
+        while not self.stop.wait(1.0):
+            self.bar.refresh()
+
+    def done(self) -> None:
+        if not self.stop.is_set():
+            self.stop.set()
+            self.bar.set_postfix_str("", refresh=False)
+
+
+def _run_cells(
+    folder: Path, state: _RunState, cells: list[CellTask], models: RunModels, progress: bool
+) -> int:
+    """Adopt complete parts left by an interrupted run, run the other cells and append every
+    cell's records in cell order (``log/record_log.py``). Returns the number of failed cells."""
+    parts_dir = folder / PARTS_DIR
+    adopted = prepare_parts(parts_dir, {c.index: (c.spec.label, c.dialogue.id) for c in cells})
+    to_run = [c for c in cells if c.index not in adopted]
+    spec = state.spec
+    if spec.resuming:
+        history = spec.resume_history
+        entry = {**history[-1], "cells_adopted": len(adopted), "cells_redone": len(to_run)}
+        spec = spec.replace(resume_history=(*history[:-1], entry))
+        if progress:
+            print(
+                f"resuming {folder}: {entry['cells_kept']} cell(s) kept, "
+                f"{len(adopted)} adopted from parts, {len(to_run)} to run",
+                file=sys.stderr,
+            )
+    executor = choose_executor(spec, models, len(to_run), parts_dir, uuid.uuid4().hex[:12])
+    state.spec = spec
+    state.update(status="running")
+    failed = 0
+    sizes = {c.index: len(exchanges(c.dialogue)) for c in cells}
+    seen = dict.fromkeys(sizes, 0)
+    bar = tqdm(total=sum(sizes.values()), unit="turn", disable=not progress, dynamic_ncols=True)
+    bar.set_description(executor.description)
+    started = _StartingNote(bar) if progress and to_run else None
+
+    def on_exchange(index: int) -> None:
+        if started is not None:
+            started.done()
+        seen[index] += 1
+        bar.update(1)
+
+    ready = {i: CellOutcome(i, record, None) for i, record in adopted.items()}
+    log = RecordLog(folder / RECORDS_FILE)
+    try:
+        with closing(executor.run(to_run, on_exchange)) as outcomes:
+            order = [c.index for c in cells]
+            for outcome in commit_in_order(outcomes, order, ready, parts_dir, log):
+                if started is not None:
+                    started.done()  # executors that report whole cells only (--jobs)
+                bar.update(sizes[outcome.index] - seen[outcome.index])
+                record = outcome.record
+                if record["status"] != "ok":
+                    failed += 1
+                    tqdm.write(
+                        f"cell {record['memory']} × {record['dialogue']} failed: {record['error']}",
+                        file=sys.stderr,
+                    )
+                    error = {
+                        "memory": record["memory"],
+                        "dialogue": record["dialogue"],
+                        "traceback": outcome.traceback,
+                    }
+                    state.spec = state.spec.replace(errors=(*state.spec.errors, error))
+    finally:
+        if started is not None:
+            started.done()
+        bar.close()
+        log.close()
+    shutil.rmtree(parts_dir, ignore_errors=True)  # complete: every part was appended
+    return failed
