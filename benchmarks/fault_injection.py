@@ -1,4 +1,4 @@
-"""Fault injection, the slow variant of ``tests/test_faults.py``: many more kill points.
+"""Fault injection, the slow variant of ``tests/log/test_faults.py``: many more kill points.
 
 Runs the two small Korean dialogues through buffer, window:k=1 and summary under each executor
 (one process, ``--concurrency 4``, ``--jobs 2``, ``--executor ray`` on a local Ray),

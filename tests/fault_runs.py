@@ -1,6 +1,6 @@
 """Runs of the real command line killed at reproducible points, and what to check after them.
 
-Shared by ``tests/test_faults.py`` and ``benchmarks/fault_injection.py``. Each run is
+Shared by ``tests/log/test_faults.py`` and ``benchmarks/fault_injection.py``. Each run is
 ``memory_lab.cli.main(argv)`` in a child forked from a warm launcher process (imports and the
 Korean analyser loaded once, so a run starts in a fraction of a second rather than ~5 s) and
 put in a session of its own: like a command started from a shell it leads its own process

@@ -16,7 +16,7 @@ from memory_lab.serve.viewer import ViewSettings, create_view_app
 
 from ..conftest import FIXTURES
 from ..small_run import SMALL_MEMORIES, small_run  # noqa: F401 - a fixture
-from ..test_report import EXTERNAL
+from ..views.test_report import EXTERNAL
 from .conftest import running_app
 from .test_playground import CHROMIUM, DRIVER, browser  # noqa: F401 - a fixture
 

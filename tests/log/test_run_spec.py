@@ -1,0 +1,182 @@
+"""``RunSpec`` and ``ModelSpec``: run.json typed, saved and loaded with its layout unchanged.
+
+``fixtures/runs/dry-run-judge.run.json`` was written by memory-lab before ``RunSpec`` existed
+(``memory-lab run --memory buffer window:k=2 --dialogues builtin:classic --llm
+openai:gpt-4o-mini --dry-run --judge offline``): it must load, give back the same JSON and
+resume.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from memory_lab import load_dialogues, resolve_memories
+from memory_lab.cli import main
+from memory_lab.log.config import RunConfig
+from memory_lab.log.run_guard import check_config
+from memory_lab.log.run_spec import ModelSpec, RunSpec, RunSpecError
+from memory_lab.models.providers import ClientSettings, client_settings, provider_chat_model
+from memory_lab.run.prepare import prepare_run
+
+from ..conftest import FIXTURES
+from ..fault_runs import write_dialogues
+from ..models.openai_mock import OpenAIMock
+
+OLD_RUN = FIXTURES / "runs" / "dry-run-judge.run.json"
+
+
+def old_run(tmp_path: Path) -> Path:
+    folder = tmp_path / "old"
+    folder.mkdir()
+    shutil.copy(OLD_RUN, folder / "run.json")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("text", "provider", "name"),
+    [
+        ("offline", "offline", ""),
+        ("offline:reader", "offline", "reader"),
+        ("offline:minilm", "offline", "minilm"),
+        ("openai:gpt-4o-mini", "openai", "gpt-4o-mini"),
+        ("ollama:llama3.1:8b", "ollama", "llama3.1:8b"),
+    ],
+)
+def test_a_model_string_parses_and_gives_itself_back(text, provider, name):
+    spec = ModelSpec.parse(text)
+    assert (spec.provider, spec.name) == (provider, name)
+    assert str(spec) == text
+    assert spec.offline == (provider == "offline")
+
+
+@pytest.mark.parametrize("text", ["gpt-4o", "openai:", ":gpt-4o", ""])
+def test_a_bad_model_string_is_refused_by_name(text):
+    with pytest.raises(ValueError, match="must be 'offline' or PROVIDER:MODEL"):
+        ModelSpec.parse(text)
+
+
+def test_an_old_run_json_loads_and_gives_back_the_same_json(tmp_path):
+    folder = old_run(tmp_path)
+    spec = RunSpec.load(folder)
+    recorded = json.loads(OLD_RUN.read_text("utf-8"))
+    assert json.loads(json.dumps(spec.to_json())) == recorded
+    check_config(spec.to_json(), folder / "run.json")  # its checksums still hold
+    assert spec.reader_model == ModelSpec("offline")  # a dry run executes the stand-ins
+    assert spec.dry_run == {
+        "llm": "openai:gpt-4o-mini",
+        "memory_llm": "offline",
+        "embeddings": "offline",
+    }
+    assert spec.judge_model == ModelSpec("offline")
+    assert spec.pricing.llm_model == "gpt-4o-mini" and spec.pricing.llm.input_per_mtok == 0.15
+    assert [m.label for m in spec.memory_specs] == ["buffer", "window:k=2"]
+    assert spec.config.llm == "openai:gpt-4o-mini" and spec.status == "complete"
+    spec.save(tmp_path / "old")
+    assert json.loads((folder / "run.json").read_text("utf-8")) == recorded
+
+
+def test_a_key_an_old_run_json_lacks_stays_unwritten_and_unknown_keys_are_kept(tmp_path):
+    data = json.loads(OLD_RUN.read_text("utf-8"))
+    del data["answer_style"], data["models"]["reader_embeddings"]
+    data["from_the_future"] = {"x": 1}
+    spec = RunSpec.read(data, "run.json")
+    assert json.loads(json.dumps(spec.to_json())) == data
+
+
+def test_resumed_changes_only_what_a_resume_may_and_writes_the_recorded_config(tmp_path):
+    spec = RunSpec.load(old_run(tmp_path))
+    resumed = spec.resumed(jobs=2)
+    assert resumed.run_config.jobs == 2 and resumed.config.jobs == 1
+    assert resumed.effective.llm == "offline"  # still a dry run
+    assert resumed.resuming and len(resumed.dialogue_set) == 9
+    assert resumed.to_json()["config"] == spec.to_json()["config"]
+    with pytest.raises(ValueError, match="resource"):
+        RunSpec.read({**spec.to_json(), "resources": ["postgres"]}, "r.json").replace(
+            folder=str(tmp_path / "old")
+        ).resumed()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("pricing", {"llm": "cheap"}, "'pricing.llm'"),
+        ("models", {"llm": "gpt-4o"}, "'models.llm'"),
+        ("config", {"jobs": 0}, "'config'"),
+        ("config", {"colour": "red"}, "config has unknown field(s): colour"),
+        ("dialogues", "all of them", "'dialogues'"),
+    ],
+)
+def test_a_bad_run_json_field_names_the_file_and_the_field(tmp_path, field, value, named):
+    folder = old_run(tmp_path)
+    data = json.loads(OLD_RUN.read_text("utf-8"))
+    data[field] = {**data[field], **value} if isinstance(value, dict) else value
+    (folder / "run.json").write_text(json.dumps(data), "utf-8")
+    with pytest.raises(RunSpecError) as error:
+        RunSpec.load(folder)
+    message = str(error.value)
+    assert message.startswith(f"{folder / 'run.json'}: ") and named in message
+    assert "\n" not in message
+
+
+def test_a_new_spec_saves_and_loads_equal(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMORY_LAB_MAX_RETRIES", "3")
+    out = tmp_path / "run"
+    source = str(FIXTURES / "dialogues" / "mini.yaml")
+    spec = prepare_run(
+        resolve_memories(["buffer", "window:k=1"]),
+        load_dialogues(source),
+        out,
+        RunConfig(llm="openai:gpt-4o-mini", dry_run=True, request_timeout=9.5),
+        sources=[source],
+    )
+    assert spec.client == ClientSettings(9.5, 3)  # the environment read once, here
+    out.mkdir()
+    spec.save()
+    loaded = RunSpec.load(out)
+    assert loaded == spec.replace(folder=str(out))
+    assert loaded.to_json() == json.loads((out / "run.json").read_text("utf-8"))
+
+
+def test_client_settings_reach_the_provider_client_without_the_environment(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.delenv("MEMORY_LAB_MAX_RETRIES", raising=False)
+    before = dict(os.environ)
+    with client_settings(ClientSettings(4.5, 1)):
+        model = provider_chat_model("openai:gpt-4o-mini", base_url="http://127.0.0.1:9/v1")
+    assert (model.request_timeout, model.max_retries) == (4.5, 1)
+    model = provider_chat_model("openai:gpt-4o-mini", base_url="http://127.0.0.1:9/v1")
+    assert (model.request_timeout, model.max_retries) == (60.0, 6)  # outside a run: defaults
+    assert dict(os.environ) == before
+
+
+def test_a_run_times_out_at_request_timeout_and_leaves_the_environment_alone(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-timeout")
+    monkeypatch.setenv("MEMORY_LAB_MAX_RETRIES", "1")
+    monkeypatch.delenv("MEMORY_LAB_REQUEST_TIMEOUT", raising=False)
+    dialogues = write_dialogues(tmp_path / "dialogues") + "/cafe.yaml"
+    before = dict(os.environ)
+    with OpenAIMock(delay=1.0) as mock:
+        argv = ["run", "--memory", "buffer", "--dialogues", dialogues, "--llm"]
+        argv += ["openai:gpt-4o-mini", "--base-url", mock.base_url, "--no-cache", "--quiet"]
+        code = main([*argv, "--request-timeout", "0.3", "--out", str(tmp_path / "run")])
+        deadline = time.monotonic() + 5  # the mock notes a request when its delay is over
+        while mock.calls("chat") < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.2)  # a third request (a retry too many) would be noted by now
+        calls = mock.calls("chat")
+    assert dict(os.environ) == before
+    assert code == 1  # the cell failed: its first request timed out, then its one retry
+    assert calls == 2
+    info = json.loads((tmp_path / "run" / "run.json").read_text("utf-8"))
+    assert info["config"]["request_timeout"] == 0.3 and info["failed_cells"] == 1
+    assert "Timeout" in info["errors"][0]["traceback"]
+    assert "max_retries" not in info and "max_retries" not in info["config"]
+    capsys.readouterr()

@@ -1,0 +1,154 @@
+"""--resume after a killed run, --concurrency, --mode live and --dry-run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
+from memory_lab.cli import main
+from memory_lab.log.records import without_timings
+from memory_lab.results.read import RECORDS_FILE
+
+from ..conftest import FIXTURES
+
+SOURCES = [str(FIXTURES / "dialogues"), "builtin:classic"]
+
+
+def records(folder):
+    rows = [json.loads(x) for x in (folder / RECORDS_FILE).read_text().splitlines() if x.strip()]
+    return [without_timings(r) for r in rows]
+
+
+# slow: the CLI run killed once; tests/log/test_faults.py kills runs at many points in the
+# default run
+@pytest.mark.slow
+def test_a_killed_run_resumes_without_losing_or_duplicating_records(tmp_path):
+    memories = ["buffer", "window:k=1", "summary"]
+    out = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "memory_lab.cli", "run", "--memory", *memories]
+    cmd += ["--dialogues", *SOURCES, "--out", str(out), "--quiet"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    try:  # kill once at least one cell is complete and the run is under way
+        while time.monotonic() < deadline:
+            path = out / RECORDS_FILE
+            if path.exists() and path.read_text().count('"type": "cell"') >= 2:
+                break
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    before = records(out)
+    n_cells = len(memories) * len(load_dialogues(*SOURCES))
+    assert 2 <= sum(r["type"] == "cell" for r in before) < n_cells  # killed mid-way
+    assert json.loads((out / "run.json").read_text())["status"] == "running"
+
+    assert main(["run", "--resume", str(out), "--quiet"]) == 0
+    after = records(out)
+    keys = [
+        (r["memory"], r["dialogue"], r["type"], r.get("turn_id") or r.get("probe_id"))
+        + ((r["exchange"], r["role"]) if r["type"] == "usage" else ())
+        for r in after
+    ]
+    assert len(keys) == len(set(keys))  # nothing duplicated
+    fresh = run_benchmark(
+        resolve_memories(memories),
+        load_dialogues(*SOURCES),
+        tmp_path / "fresh",
+        sources=SOURCES,
+        progress=False,
+    )
+    assert after == records(fresh.path)  # nothing lost: same as an uninterrupted run
+    info = json.loads((out / "run.json").read_text())
+    assert info["status"] == "complete" and info["resumed"][0]["cells_kept"] >= 2
+
+
+# slow: test_parallel_and_limits runs every memory with --concurrency 4 against one at a time
+@pytest.mark.slow
+def test_concurrency_gives_the_same_records_as_one_at_a_time(tmp_path):
+    memories = resolve_memories(["buffer", "vector", "summary_buffer"])
+    dialogues = load_dialogues(*SOURCES)[:3]
+    one = run_benchmark(memories, dialogues, tmp_path / "one", progress=False)
+    three = run_benchmark(memories, dialogues, tmp_path / "three", concurrency=3, progress=False)
+    assert records(one.path) == records(three.path)
+
+
+def test_live_mode_saves_the_models_replies_not_the_script(tmp_path):
+    dialogue = load_dialogues(FIXTURES / "dialogues")
+    outcome = run_benchmark(
+        resolve_memories(["buffer"]), dialogue, tmp_path / "live", mode="live", progress=False
+    )
+    turns = read_results(outcome.path).turns
+    assert "reply" in turns and turns["reply"].notna().all()
+    last_prompt = turns.sort_values("exchange")["prompt"].iloc[-1]
+    assert "Nice to meet you, Jisoo!" not in last_prompt  # the scripted reply never entered
+    assert f"AI: {turns.sort_values('exchange')['reply'].iloc[0]}" in last_prompt
+    assert json.loads((outcome.path / "run.json").read_text())["mode"] == "live"
+
+
+def test_dry_run_calls_no_provider_and_prices_the_requested_models(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # a real call would fail without it
+    out = tmp_path / "dry"
+    args = ["run", "--memory", "summary", "vector", "--dialogues", str(FIXTURES / "dialogues")]
+    args += ["--llm", "openai:gpt-4o", "--memory-llm", "openai:gpt-4o-mini", "--dry-run"]
+    assert main([*args, "--out", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "DRY RUN" in printed and "no provider was called" in printed
+    total = re.search(
+        r"DRY RUN total: ([\d,]+) tokens, est\. \$([\d.]+) for the whole run", printed
+    )
+    assert total, printed
+    rows = pd.read_csv(out / "summary.csv")
+    assert int(total[1].replace(",", "")) == rows["total_tokens"].sum()
+    assert abs(float(total[2]) - rows["est_cost_usd"].sum()) < 1e-4
+    info = json.loads((out / "run.json").read_text())
+    assert info["dry_run"]["llm"] == "openai:gpt-4o"
+    assert info["pricing"]["llm_model"] == "gpt-4o"
+    assert info["models"]["llm"] == "offline"
+    assert read_results(out).turns["memory_tokens"].sum() > 0
+
+
+def test_judge_scores_sit_beside_string_matching(tmp_path, capsys):
+    out = tmp_path / "judged"
+    args = ["run", "--memory", "buffer", "window:k=1", "--dialogues", str(FIXTURES / "dialogues")]
+    assert main([*args, "--judge", "offline", "--out", str(out), "--quiet"]) == 0
+    probes = read_results(out).probes
+    assert probes["judge_correct"].notna().all()
+    assert (probes["judge_correct"] == probes["correct"]).all()  # the offline judge agrees
+    assert (probes["judge_input_tokens"] > 0).all()
+    summary = (out / "summary.csv").read_text().splitlines()[0]
+    assert "judge_accuracy" in summary and "disagreement_rate" in summary
+    info = json.loads((out / "run.json").read_text())
+    assert info["judge"]["model"] == "offline" and len(info["judge"]["prompt_version"]) == 12
+    assert "judge (offline)" in capsys.readouterr().out
+
+
+def test_resume_with_jobs_discards_parts_left_by_a_killed_run(tmp_path):
+    memories = ["buffer", "window:k=1", "window:k=2"]
+    sources = [str(FIXTURES / "dialogues")]
+    dialogues = load_dialogues(*sources)
+    full = run_benchmark(
+        resolve_memories(memories), dialogues, tmp_path / "full", sources=sources, progress=False
+    )
+    out = tmp_path / "killed"
+    run_benchmark(resolve_memories(memories), dialogues, out, sources=sources, progress=False)
+    lines = (out / RECORDS_FILE).read_text().splitlines(keepends=True)
+    first_cell_end = next(i for i, x in enumerate(lines) if '"type": "cell"' in x)
+    # killed while appending the second cell's part: it is half in records.jsonl, and parts of
+    # the cells that were running are left behind
+    (out / RECORDS_FILE).write_text("".join(lines[: first_cell_end + 5]))
+    (out / "parts").mkdir()
+    (out / "parts" / "cell-00000.jsonl").write_text("".join(lines[first_cell_end + 1 :][:7]))
+    (out / "parts" / "cell-00001.jsonl").write_text(lines[0])
+    assert main(["run", "--resume", str(out), "--jobs", "2", "--quiet"]) == 0
+    assert records(out) == records(full.path)  # nothing lost, nothing twice
+    assert not (out / "parts").exists()
