@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from memory_lab.log.run_spec import RUN_FILE, RunSpec, read_run_file
-from memory_lab.results.read import RECORDS_FILE, Results, spec_of
+from memory_lab.results.read import RECORDS_FILE, Results
 from memory_lab.results.summary import summarize
 
 MAX_DEPTH = 6  # how deep under a given folder results folders are looked for
@@ -188,7 +188,6 @@ def combine(runs: list[Results], names: list[str]) -> Results:
     return Results(
         path,
         run,
-        spec_of(path, run),
         frames["turns"],
         frames["probes"],
         frames["cells"],

@@ -28,17 +28,21 @@ class Results:
     """A results folder read back: run parameters and tidy frames.
 
     ``run`` is run.json as read (a dict, as notebooks use it); ``spec`` the same typed
-    (``run_spec.RunSpec``), parsed once when the folder is read; None for a folder without
-    run.json.
+    (``run_spec.RunSpec``), parsed once, when the results are made (from ``run`` unless given);
+    None for a folder without run.json.
     """
 
     path: Path
     run: dict[str, Any]
-    spec: RunSpec | None
     turns: pd.DataFrame
     probes: pd.DataFrame
     cells: pd.DataFrame
     usage: pd.DataFrame
+    spec: RunSpec | None = None
+
+    def __post_init__(self) -> None:
+        if self.spec is None:
+            self.spec = spec_of(Path(self.path), self.run)
 
     @property
     def pricing(self) -> Pricing:
@@ -119,7 +123,7 @@ def read_results(path: str | Path) -> Results:
             )
         frames[kind] = frame
     return Results(
-        folder, run, spec, frames["turn"], frames["probe"], frames["cell"], frames["usage"]
+        folder, run, frames["turn"], frames["probe"], frames["cell"], frames["usage"], spec
     )
 
 
