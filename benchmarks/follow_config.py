@@ -22,7 +22,6 @@ script measures any layout of the package, before or after a reorganisation.
 from __future__ import annotations
 
 import argparse
-import ast
 import sys
 import tempfile
 import threading
@@ -31,6 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from tests.test_code_shape import import_graph  # noqa: E402
 
 CARRIERS = {
     "Namespace",
@@ -42,34 +43,6 @@ CARRIERS = {
     "RunContext",
     "RunPlan",
 }
-
-
-def package_imports() -> dict[str, set[str]]:
-    """Module -> the package's modules it imports anywhere in its source."""
-    package = ROOT / "memory_lab"
-    names = {}
-    for path in package.rglob("*.py"):
-        parts = list(path.relative_to(ROOT).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        names[".".join(parts)] = path
-    graph: dict[str, set[str]] = {}
-    for name, path in names.items():
-        base = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        found: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            if isinstance(node, ast.Import):
-                found.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    stem = base.split(".")[: len(base.split(".")) - node.level + 1]
-                    source = ".".join([*stem, *([node.module] if node.module else [])])
-                else:
-                    source = node.module or ""
-                found.add(source)
-                found.update(f"{source}.{alias.name}" for alias in node.names)
-        graph[name] = {t for t in found if t in names and t != name and t != "memory_lab"}
-    return graph
 
 
 def reaches(graph: dict[str, set[str]]) -> dict[str, set[str]]:
@@ -137,7 +110,8 @@ def main() -> None:
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         path = trace_run(Path(folder) / "run")
-    above = reaches(package_imports())
+    graph = import_graph(deferred=True)  # the package's own imports, as the shape test reads them
+    above = reaches({m: t - {"memory_lab"} for m, t in graph.items()})
     climbs = sum(1 for a, b in zip(path, path[1:], strict=False) if a in above.get(b, set()))
     visits = Counter(path)
     if options.show:
