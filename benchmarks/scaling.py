@@ -88,6 +88,20 @@ def synthetic_dialogue(turns: int, seed: int, language: str = "en") -> dict:
     }
 
 
+def turn_tokens(records: list[dict]) -> float:
+    """Mean tokens per user turn: the prompt plus the memory's own maintenance tokens, over the
+    turn records that had a prompt."""
+    turns = [r for r in records if r["type"] == "turn" and r["prompt_tokens"]]
+    return sum(r["prompt_tokens"] + r["memory_tokens"] for r in turns) / len(turns)
+
+
+def verdict(worst: float, target: float = 1.5) -> int:
+    """Print the worst ratio on doubling against ``target``; the exit status (1: over it)."""
+    shown = "OK" if worst <= target else "OVER TARGET"
+    print(f"\nworst ratio on doubling: {worst:.2f} (target <= {target}): {shown}")
+    return 0 if worst <= target else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", nargs="+", type=int, default=[100, 200, 400, 800])
@@ -116,8 +130,7 @@ def main() -> int:
             started = time.perf_counter()
             replay_dialogue(spec, dialogues[n], models, records.append)
             per_turn = (time.perf_counter() - started) / n * 1000
-            turns = [r for r in records if r["type"] == "turn" and r["prompt_tokens"]]
-            tokens = sum(r["prompt_tokens"] + r["memory_tokens"] for r in turns) / len(turns)
+            tokens = turn_tokens(records)
             if previous:
                 ratios = (per_turn / previous[0], tokens / previous[1])
                 worst = max(worst, *ratios)
@@ -126,9 +139,7 @@ def main() -> int:
                 shown = f"{'':>7} {tokens:>12.0f} {'':>7}"
             print(f"{memory:<{width}} {n:>6} {per_turn:>9.2f} {shown}", flush=True)
             previous = (per_turn, tokens)
-    verdict = "OK" if worst <= 1.5 else "OVER TARGET"
-    print(f"\nworst ratio on doubling: {worst:.2f} (target <= 1.5): {verdict}")
-    return 0 if worst <= 1.5 else 1
+    return verdict(worst)
 
 
 if __name__ == "__main__":
