@@ -187,7 +187,7 @@ class MemorySpec:
 
     @property
     def factory(self) -> MemoryFactory:
-        """The registered factory this spec names, resolved once per process (kept on the
+        """The registered factory this spec names, looked up at most once per spec (kept on the
         spec, never pickled: a worker resolves it in its own registry)."""
         found = self.__dict__.get("_factory")
         if found is None:

@@ -53,6 +53,7 @@ from memory_lab.models.embeddings import (
 from memory_lab.models.prompt import TEMPLATES
 from memory_lab.models.providers import check_provider, client_settings
 from memory_lab.models.spec import ClientSettings
+from memory_lab.models.windows import ContextWindow
 from memory_lab.results.read import (
     CATEGORY_SUMMARY_FILE,
     RECORDS_FILE,
@@ -192,12 +193,14 @@ def memory_roles(memories: list[MemorySpec]) -> list[str]:
     return list(dict.fromkeys(roles))
 
 
-def resolved_config(config: RunConfig, prices: dict[str, Price]) -> RunConfig:
+def resolved_config(
+    config: RunConfig, prices: dict[str, Price], window: ContextWindow
+) -> RunConfig:
     """The configuration a run records, completed in one step: the price table entries (real
     models by their own entry when the table has one, offline runs as gpt-4o-mini; ConfigError
     for an entry the table lacks), the context limit as the number it gives (the requested
-    answering model's window by default, in a dry run too) and the grading prompt files by
-    absolute paths (for --resume)."""
+    answering model's window by default, in a dry run too: ``window``, as ``config.window()``
+    gives it) and the grading prompt files by absolute paths (for --resume)."""
     from memory_lab.scoring.judge import BUILTIN
 
     price_model, embedding_price_model = config.price_model, config.embedding_price_model
@@ -216,7 +219,7 @@ def resolved_config(config: RunConfig, prices: dict[str, Price]) -> RunConfig:
     return config.replace(
         price_model=price_model,
         embedding_price_model=embedding_price_model,
-        context_limit=config.window().limit,
+        context_limit=window.limit,
         judge_prompts=prompts,
     )
 
@@ -270,7 +273,7 @@ def prepare_run(
         raise ValueError("no dialogues to run")
     prices = load_prices(config.prices_file)
     window = config.window()  # the requested answering model's, in a dry run too
-    config = resolved_config(config, prices)
+    config = resolved_config(config, prices, window)
     effective = config.offline_stand_ins() if config.dry_run else config
     cache_dir = run_cache_dir(config, effective)
     offline_embedding_model(effective.embeddings)  # ValueError if unknown
