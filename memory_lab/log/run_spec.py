@@ -503,6 +503,7 @@ class RunSpec(_Record):
         if url != self.config.base_url:
             overrides["base_url"] = url
         check_judge_prompts(self, where)
+        check_embedding_engines(self, where)
         changes = {k: options[k] for k in ("jobs", "concurrency") if options.get(k) is not None}
         if changes:
             overrides.update({"jobs": 1, "concurrency": 1, **changes})
@@ -589,6 +590,27 @@ def check_dialogues(spec: RunSpec, dialogues: list[Dialogue]) -> None:
         raise ValueError(
             f"{spec.folder}: dialogues changed since the run started: {', '.join(changed)}"
         )
+
+
+def check_embedding_engines(spec: RunSpec, where: str) -> None:
+    """ValueError if this version embeds the run's offline models with another engine.
+
+    A run's cells must share one engine: the recorded names (``models.embeddings_model``,
+    ``models.reader_embeddings``) are what this version would record for the same settings.
+    """
+    from memory_lab.models.embeddings import embedding_model_name, offline_embedding_model
+    from memory_lab.models.offline_reader import reader_embedding_names
+
+    key = offline_embedding_model(spec.config.embeddings)
+    pairs = [(spec.models.embeddings_model, embedding_model_name(key) if key else None)]
+    if spec.models.reader_embeddings is not None:
+        pairs.append((spec.models.reader_embeddings, reader_embedding_names()))
+    for recorded, now in pairs:
+        if recorded is not None and now is not None and recorded != now:
+            raise ValueError(
+                f"{where}: the run embedded with {recorded}; this version embeds the same "
+                f"settings with {now}: start a new run (or resume with the version that began it)"
+            )
 
 
 def check_judge_prompts(spec: RunSpec, where: str) -> None:

