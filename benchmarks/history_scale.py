@@ -20,7 +20,8 @@ For each (memory, size) it prints: the tokens replayed, exchanges, probes asked,
 seconds per exchange (the replay with its probes, models already loaded), tokens per exchange
 (each turn's prompt plus the memory's own maintenance tokens, as ``scaling.py``), with
 ``--records`` the bytes of the records per exchange (each record as the run writes it into
-``records.jsonl``, prompts included as a run records them by default, summed), and the peak
+``records.jsonl``, prompts included as a run records them by default: each as a delta against
+the cell's previous prompt, ``memory_lab/log/prompt_store.py``; summed), and the peak
 resident memory. Each ``x prev`` is the ratio to the previous size, scaled to one doubling
 (``r ** (1 / log2(tokens / previous tokens))``) when the sizes do not double. Targets (issue
 31): seconds, tokens and record bytes per exchange within 1.5x per doubling, peak RSS within
@@ -324,6 +325,7 @@ def cut(dialogue: Dialogue, tokens: int) -> tuple[Dialogue, int, bool]:
 def measure(source: str, tokens: int, memory: str, records: bool) -> dict[str, Any]:
     """Replay ``source`` cut to ``tokens`` through ``memory`` in this process: its figures."""
     from memory_lab import RunModels, load_dialogues, parse_memory_spec, replay_dialogue
+    from memory_lab.log.prompt_store import PromptEncoder
     from memory_lab.log.record_log import dump_record
 
     dialogues = load_dialogues(source)
@@ -337,10 +339,11 @@ def measure(source: str, tokens: int, memory: str, records: bool) -> dict[str, A
         models.reader_retrieval.embed_query("warm up the model")
     turns: list[dict] = []
     counts = {"bytes": 0, "probes": 0}
+    encoder = PromptEncoder()  # as a run's cell stores its records (run_cell)
 
     def emit(record: dict) -> None:
         if records:
-            counts["bytes"] += len(dump_record(record).encode("utf-8"))
+            counts["bytes"] += len(dump_record(encoder.encode(record)).encode("utf-8"))
         if record["type"] == "turn":
             turns.append({k: record[k] for k in ("type", "prompt_tokens", "memory_tokens")})
         counts["probes"] += record["type"] == "probe"

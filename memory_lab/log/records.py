@@ -3,7 +3,8 @@
 A run writes one ``TurnRecord`` per exchange, one ``ProbeRecord`` per probe, one ``UsageRecord``
 per memory model role that was called while saving an exchange, and one ``CellRecord`` per
 (memory, dialogue) cell. Every field is always written, so a run where every cell failed has
-the same columns as one where none did.
+the same columns as one where none did. A turn's or probe's ``prompt`` may be stored as a delta
+against its cell's previous prompt (``prompt_store``); ``results.read.read_records`` restores it.
 """
 
 from __future__ import annotations

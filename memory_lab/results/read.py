@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from memory_lab.log.prompt_store import PromptDecoder, without_prompt
 from memory_lab.log.record_log import ended_cells
 from memory_lab.log.records import RECORD_TYPES, record_problem
 from memory_lab.log.run_spec import RUN_FILE, Pricing, RunSpec, read_run_file
@@ -21,6 +22,7 @@ from memory_lab.log.run_spec import RUN_FILE, Pricing, RunSpec, read_run_file
 RECORDS_FILE = "records.jsonl"
 SUMMARY_FILE = "summary.csv"
 CATEGORY_SUMMARY_FILE = "summary_by_category.csv"
+PROMPT_READINGS = ("restored", "dropped", "stored")  # read_records(prompts=...)
 
 
 @dataclass
@@ -70,14 +72,25 @@ def spec_of(folder: Path, run: dict[str, Any]) -> RunSpec | None:
     return RunSpec.read(run, str(folder / RUN_FILE)) if run else None
 
 
-def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """Every record of a results folder; a torn last line (a killed run) is skipped. A line
-    that is no record (``records.record_problem``) is a ValueError naming the file, the line
-    and the field."""
+def read_records(path: str | Path, *, prompts: str = "restored") -> list[dict[str, Any]]:
+    """Every record of a results folder, prompts restored: the one reader of records.jsonl.
+
+    A torn last line (a killed run) is skipped. A line that is no record
+    (``records.record_problem``), or whose prompt does not restore (``prompt_store``), is a
+    ValueError naming the file, the line and the field. A turn or probe record's ``prompt`` is
+    the prompt its cell computed, whether stored whole (runs from before deltas too) or as a
+    delta (``prompt_store.PromptDecoder``). ``prompts``: ``"restored"``; ``"dropped"``, every
+    prompt None (as with ``--no-prompts``: for readers that show none, which then hold no
+    prompt text); ``"stored"``, the records exactly as written, deltas and all, for copying
+    whole cells (``run --resume``; its deltas checked all the same), never for showing prompts.
+    """
+    if prompts not in PROMPT_READINGS:
+        raise ValueError(f"prompts must be one of {', '.join(PROMPT_READINGS)}, got {prompts!r}")
     file = Path(path) / RECORDS_FILE
     if not file.exists():
         raise FileNotFoundError(f"{path}: no {RECORDS_FILE}; is this a memory-lab results folder?")
     records = []
+    decoder = PromptDecoder()
     lines = file.read_bytes().split(b"\n")
     for n, line in enumerate(lines, 1):
         if not line.strip():
@@ -91,23 +104,33 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
         problem = record_problem(record)
         if problem:
             raise ValueError(f"{file} line {n}: {problem}")
+        if prompts == "dropped":
+            record = without_prompt(record)
+        else:  # a delta that does not restore is refused even when kept as stored
+            try:
+                restored = decoder.restore(record)
+            except ValueError as exc:
+                raise ValueError(f"{file} line {n}: {exc}") from None
+            record = restored if prompts == "restored" else record
         records.append(record)
     return records
 
 
-def read_results(path: str | Path) -> Results:
+def read_results(path: str | Path, *, prompts: bool = True) -> Results:
     """Read a results folder into DataFrames: ``turns``, ``probes``, ``cells`` and ``usage``.
 
     Columns are the fields of the typed records (``memory_lab.log.records``), the same whether or
     not any cell failed, plus one ``param_<name>`` column per memory parameter beside the
-    ``memory`` label (from ``run.json``).
+    ``memory`` label (from ``run.json``). ``prompts=False``: every ``prompt`` None, not restored
+    (``read_records``), for figures that need no prompt text (the summary at a run's end).
     """
     folder = Path(path)
     run_file = folder / RUN_FILE
     run = read_run_file(run_file) if run_file.exists() else {}
     spec = spec_of(folder, run)
     params = _memory_params(spec)
-    records = ended_cells(read_records(folder))  # a cell cut short by a kill is not shown
+    reading = "restored" if prompts else "dropped"
+    records = ended_cells(read_records(folder, prompts=reading))  # a cell cut short: not shown
     frames = {}
     for kind, record_type in RECORD_TYPES.items():
         columns = record_type.columns()

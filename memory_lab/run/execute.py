@@ -106,7 +106,8 @@ def _keep_ended_cells(spec: RunSpec, folder: Path) -> tuple[RunSpec, list[CellTa
     """Each cell's first block closed by an ok cell record is kept; a block cut short by a
     kill, a failed cell and any second copy are dropped (``log/record_log.py``). Returns the spec
     with this resume noted and the cells still to run."""
-    records = read_records(folder) if (folder / RECORDS_FILE).exists() else []
+    # copied as stored: a kept block is whole, so its prompt deltas decode as before
+    records = read_records(folder, prompts="stored") if (folder / RECORDS_FILE).exists() else []
     keep = ended_cells(records, statuses=("ok",))
     done = {cell_key(r) for r in keep if r["type"] == "cell"}
     tmp = folder / (RECORDS_FILE + ".tmp")
@@ -138,7 +139,7 @@ def _execute(
         state.end("interrupted", 0, stopped_by=exc)  # leaves the run resumable
         raise
     state.end("failed" if failed else "complete", failed)
-    results = read_results(folder)
+    results = read_results(folder, prompts=False)  # the summary needs no prompt text
     summary = summarize(results)
     tables = {SUMMARY_FILE: summary, CATEGORY_SUMMARY_FILE: summarize_by_category(results)}
     for name, table in tables.items():

@@ -25,6 +25,7 @@ from memory_lab.memories import (
     parse_memory_spec,
     unregister_memory,
 )
+from memory_lab.results.read import read_records
 
 from ..fault_runs import records_of
 
@@ -118,7 +119,7 @@ def test_a_one_file_memory_runs_as_ray_tasks(one_file_memory, tmp_path):
     out = tmp_path / "ray"
     assert run(dated(tmp_path), out, "--executor", "ray", "--jobs", "2") == 0
     assert records_of(out) == records_of(one_job)
-    turns = [r for r in records_of(out) if r["type"] == "turn" and r["memory"] == LABEL]
+    turns = [r for r in read_records(out) if r["type"] == "turn" and r["memory"] == LABEL]
     assert turns and any("Human: [2026-04-01] " in t["prompt"] for t in turns)  # timestamps on
     specs = json.loads((out / "run.json").read_text("utf-8"))["memory_specs"]
     assert [(s["label"], s["source"]) for s in specs] == [

@@ -38,6 +38,13 @@ def _line(index: int, value) -> tuple[int, str]:
     return index, value if isinstance(value, str) else json.dumps(value)
 
 
+def _changed_delta(records: list[dict]) -> tuple[int, dict]:
+    """(its index, the first record whose prompt is stored as a delta, with text added)."""
+    index = next(i for i, r in enumerate(records) if "prompt_delta" in r)
+    delta = records[index]["prompt_delta"]
+    return index, {**records[index], "prompt_delta": {**delta, "pieces": [*delta["pieces"], "!"]}}
+
+
 # each case: (what to do to records.jsonl, the message); a case returns (line index, new text)
 RECORD_CASES = {
     "a list": (lambda rs: _line(2, []), "line 3: a record must be a JSON object, got []"),
@@ -73,6 +80,10 @@ RECORD_CASES = {
     "a cell without status": (
         lambda rs: _line(*_changed(rs, "cell", status=None)),
         "a cell record lacks the field 'status'",
+    ),
+    "a changed prompt delta": (
+        lambda rs: _line(*_changed_delta(rs)),
+        "field 'prompt_delta' does not restore its prompt from the cell's previous prompt",
     ),
     "invalid JSON": (lambda rs: _line(2, '{"type": "turn",'), "line 3: not valid JSON"),
     "an endless integer": (

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_lab.dialogue.model import Dialogue
+from memory_lab.log.prompt_store import PromptEncoder
 from memory_lab.log.record_log import PartWriter
 from memory_lab.log.records import CellRecord
 from memory_lab.memories.registry import MemorySpec, prepare_memories
@@ -81,12 +82,19 @@ def run_cell(
     on_exchange: Callable[[], None] | None = None,
 ) -> tuple[dict[str, Any], str | None]:
     """Replay one cell and write its closing record; an exception is recorded (redacted: no
-    password, key or token of the run), never raised."""
+    password, key or token of the run), never raised. Records are written as stored: each
+    prompt after the cell's first as a delta against the one before (``log/prompt_store.py``).
+    """
     started = time.perf_counter()
     prepare_stack(models, [spec])  # imports once per process, before threads ask probes
+    encoder = PromptEncoder()  # one per execution of the cell: its first prompt is whole
+
+    def stored(record: dict[str, Any]) -> None:
+        write(encoder.encode(record))
+
     error, tb, held = None, None, None
     try:
-        held = replay_dialogue(spec, dialogue, models, write, on_exchange=on_exchange)
+        held = replay_dialogue(spec, dialogue, models, stored, on_exchange=on_exchange)
     except Exception as exc:  # noqa: BLE001 - a failed cell is recorded, the run goes on
         error, tb = f"{type(exc).__name__}: {exc}", redact(traceback.format_exc())
     record = cell_record(spec, dialogue, error, time.perf_counter() - started, held)
