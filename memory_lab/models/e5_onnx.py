@@ -29,7 +29,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from memory_lab.models.onnx_encoder import PRECISIONS, Shape, encoder_graph, encoder_session
+from memory_lab.models.onnx_encoder import (
+    PRECISIONS,
+    Shape,
+    encoder_graph,
+    encoder_session,
+    return_freed_memory,
+)
 
 _QK = 32  # weights per 4-bit block: a float16 scale and 16 bytes of nibbles
 _BLOCK_BYTES = 2 + _QK // 2
@@ -180,6 +186,8 @@ class E5Onnx:
         # The feed-forward output layer stays in float32: quantised, it alone took e5 from cosine
         # 0.9988 to 0.9964 of the C engine's vectors (its input, after GELU, has outliers).
         self._session = encoder_session(graph, precision, device, keep_float=(".fo.mm",))
+        del graph
+        return_freed_memory()
 
     def _embeddings(self, ids: list[int]) -> np.ndarray:
         words = _dequantize(self._words[ids].reshape(-1, _BLOCK_BYTES), (len(ids), self.dim))

@@ -16,7 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_lab.models.onnx_encoder import Shape, encoder_graph, encoder_session
+from memory_lab.models.onnx_encoder import (
+    Shape,
+    encoder_graph,
+    encoder_session,
+    return_freed_memory,
+)
 
 # The encoder's names (onnx_encoder.Weights) -> the BERT checkpoint's.
 _PARTS = {
@@ -77,6 +82,8 @@ class MiniLMOnnx:
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_tokens)
+        weights.clear()  # the embedding tables above stay; the rest is in the session
+        return_freed_memory()
 
     def _one(self, text: str) -> np.ndarray:
         ids = self.tokenizer.encode(text).ids

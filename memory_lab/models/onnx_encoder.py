@@ -10,6 +10,7 @@ layer's states, (hidden,): one text per call, no padding, so a vector never depe
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import tempfile
@@ -169,6 +170,16 @@ def encoder_session(
             return ort.InferenceSession(out, options, providers=providers)
     finally:
         root.removeFilter(_quiet_quantizer)
+
+
+def return_freed_memory() -> None:
+    """Give the heap freed after building a session back to the system (glibc's malloc_trim):
+    building one leaves a few hundred MB of freed temporaries that the process would otherwise
+    keep for its whole life (measured: e5's int8 session, 572 MiB resident before, 292 after)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass
 
 
 def _quiet_quantizer(record: logging.LogRecord) -> bool:
