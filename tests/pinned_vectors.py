@@ -74,7 +74,9 @@ def pinned(path: Path) -> Iterator[dict[str, np.ndarray]]:
     """Within the block every offline embedding comes from ``path``; an unknown text raises."""
     table = load_pinned(path)
 
-    def lookup(model: str, texts: list[str], kind: str, batch_size: int) -> np.ndarray:
+    def lookup(
+        model: str, texts: list[str], kind: str, batch_size: int, device: str = "cpu"
+    ) -> np.ndarray:
         rows = []
         for text in texts:
             key = vector_key(model, kind, text)
@@ -94,7 +96,9 @@ def recording(path: Path) -> Iterator[None]:
     real = embeddings._encode
     seen: dict[str, tuple[str, str, str, np.ndarray]] = {}
 
-    def record(model: str, texts: list[str], kind: str, batch_size: int) -> np.ndarray:
+    def record(
+        model: str, texts: list[str], kind: str, batch_size: int, device: str = "cpu"
+    ) -> np.ndarray:
         # one text per call: MiniLM's last bits depend on the batch, and a pinned vector must be
         # what any batch would give to within the tolerance, so record the batch of one
         rows = [real(model, [t], kind, 1)[0] for t in texts]

@@ -26,7 +26,7 @@ from memory_lab.cli.result_commands import (
 )
 from memory_lab.cli.run_commands import DEFAULTS, run_command
 from memory_lab.dialogue.importers import FORMATS
-from memory_lab.log.config import ADVERSARIAL, ANSWER_STYLES, EXECUTORS, MODES
+from memory_lab.log.config import ADVERSARIAL, ANSWER_STYLES, DEVICES, EXECUTORS, MODES
 from memory_lab.models.windows import MODEL_WINDOW
 
 
@@ -212,6 +212,13 @@ def _add_answer_and_cache_options(run: argparse.ArgumentParser) -> None:
         default=DEFAULTS.answer_style,
         help="answering prompt: LangChain's conversation prompt (default) or a short-phrase "
         "answer, as F1/BLEU scoring of LoCoMo expects",
+    )
+    run.add_argument(
+        "--device",
+        choices=DEVICES,
+        default=DEFAULTS.device,
+        help="where the bundled embedding models run: cpu (default) or cuda (a GPU, through "
+        "onnxruntime-gpu; on Ray each cell then asks for a GPU)",
     )
     run.add_argument(
         "--no-cache", action="store_true", help="call providers even for calls made before"

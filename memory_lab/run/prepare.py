@@ -247,8 +247,21 @@ def preflight(
     for spec in config.model_specs():
         check_provider(spec, config.base_url)
     preflight_memories(list(memories), resources)
+    if config.device == "cuda":
+        check_cuda()
     if config.executor == "ray":
         import_ray()  # ValueError naming --executor ray when it is not installed
+
+
+def check_cuda() -> None:
+    """ConfigError now when ``--device cuda`` cannot run here (onnxruntime without CUDA)."""
+    import onnxruntime
+
+    if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
+        raise ConfigError(
+            "--device cuda: onnxruntime here has no CUDA provider (install onnxruntime-gpu "
+            "on a machine with an NVIDIA GPU), so the embedding models can only run on the CPU"
+        )
 
 
 def prepare_run(

@@ -163,6 +163,31 @@ def test_an_infinite_request_timeout_is_one_line(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 1 and not out.exists()
 
 
+def test_a_gpu_that_is_not_there_is_one_line_before_any_run(tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    import onnxruntime
+
+    if "CUDAExecutionProvider" in onnxruntime.get_available_providers():
+        pytest.skip("this machine has onnxruntime's CUDA provider")
+    out = tmp_path / "run"
+    assert main(["run", "--memory", "vector", "--device", "cuda", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--device cuda: onnxruntime here has no CUDA provider" in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_the_device_is_checked_and_recorded_only_when_not_the_cpu():
+    from memory_lab.errors import ConfigError
+    from memory_lab.log.config import RunConfig
+
+    with pytest.raises(ConfigError, match="--device must be one of cpu, cuda, got 'tpu'"):
+        RunConfig(device="tpu")
+    assert "device" not in RunConfig().to_json()  # the config of runs from before --device
+    gpu = RunConfig(device="cuda").to_json()
+    assert gpu["device"] == "cuda" and RunConfig.from_json(gpu).device == "cuda"
+    assert RunConfig.from_json(RunConfig().to_json()).device == "cpu"
+
+
 def test_run_json_is_never_written_with_nan_or_infinity(tmp_path, capsys):
     import json
 

@@ -79,7 +79,8 @@ class RayTasks:
         pending: dict[Any, CellTask] = {}
         try:
             runtime = ray.put(self.spec.for_workers())
-            remote = ray.remote(_ray_cell).options(num_cpus=1, max_retries=0)
+            gpus = 1 if self.spec.run_config.device == "cuda" else 0  # placed where a GPU is
+            remote = ray.remote(_ray_cell).options(num_cpus=1, num_gpus=gpus, max_retries=0)
             todo = deque(longest_first(tasks))
             limit = self.at_once or len(tasks)
             while todo or pending:
