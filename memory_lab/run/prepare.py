@@ -46,7 +46,6 @@ from memory_lab.memories.registry import (
 from memory_lab.models import TOKENIZER_NAME, model_name, model_params
 from memory_lab.models.accounting import Price, load_prices
 from memory_lab.models.embeddings import (
-    STORABLE_MODELS,
     embedding_model_name,
     offline_embedding_model,
 )
@@ -230,7 +229,7 @@ def run_cache_dir(config: RunConfig, effective: RunConfig) -> str | None:
     # the offline reader embeds with MiniLM and e5, and offline memories may embed with them:
     # their vectors are kept in the cache file too (bit-identical whoever computes them)
     offline_e5 = effective.model("reader").offline or (
-        offline_embedding_model(effective.embeddings) in STORABLE_MODELS
+        offline_embedding_model(effective.embeddings) is not None
     )
     if config.cache is False or not (effective.uses_provider() or offline_e5):
         return None
