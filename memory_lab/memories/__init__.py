@@ -51,6 +51,7 @@ BUILTIN_MODULES = tuple(
         "rag",
         "langmem",
         "mem0",
+        "graphiti",
     )
 )
 register_builtin_modules(BUILTIN_MODULES)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from memory_lab.memories.chroma import STACK as CHROMA_STACK
@@ -44,6 +44,7 @@ from memory_lab.memories.protocol import (
     Query,
     Recall,
     SessionInfo,
+    session_datetime,
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
 
@@ -56,20 +57,8 @@ _EPOCH = datetime(1970, 1, 1)
 
 def date_hours(date: str | None) -> float | None:
     """Hours since 1970 of a session date (``2026-03-02``, ``1:56 pm on 8 May, 2023``), or None."""
-    if not date:
-        return None
-    try:
-        when = datetime.fromisoformat(date.strip())
-    except ValueError:
-        from dateutil import parser
-
-        try:
-            when = parser.parse(date, fuzzy=True)
-        except (ValueError, OverflowError):
-            return None
-    if when.tzinfo is not None:
-        when = when.astimezone(UTC).replace(tzinfo=None)
-    return (when - _EPOCH).total_seconds() / 3600
+    when = session_datetime(date)
+    return None if when is None else (when - _EPOCH).total_seconds() / 3600
 
 
 class DialogueClock:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from functools import singledispatch
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -52,6 +53,25 @@ class Exchange:
         if not self.session_date or not self.user:
             return self.user
         return f"[{self.session_date}] {self.user}"
+
+
+def session_datetime(date: str | None) -> datetime | None:
+    """A session date as a dialogue writes it (``2026-03-02``, ``1:56 pm on 8 May, 2023``), as
+    a naive UTC datetime, or None when absent or unreadable."""
+    if not date:
+        return None
+    try:
+        when = datetime.fromisoformat(date.strip())
+    except ValueError:
+        from dateutil import parser
+
+        try:
+            when = parser.parse(date, fuzzy=True)
+        except (ValueError, OverflowError):
+            return None
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)
+    return when
 
 
 @dataclass(frozen=True)

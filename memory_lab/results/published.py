@@ -19,7 +19,8 @@ PUBLISHED_BEAM_FILE = "published_beam.json"
 
 def published_locomo() -> dict[str, Any]:
     """The bundled file: ``about``, ``dataset``, ``model``, ``model_source`` and ``rows`` (each
-    ``system``, ``j``, ``p95_seconds``, ``tokens_per_query``, ``source``, ``source_note``)."""
+    ``system``, ``j``, ``p95_seconds`` and ``tokens_per_query`` (None where the source gives
+    none), ``source``, ``source_note``)."""
     text = (resources.files("memory_lab") / "data" / PUBLISHED_FILE).read_text("utf-8")
     return json.loads(text)
 

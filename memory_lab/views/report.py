@@ -254,8 +254,8 @@ def _published_section(probes: pd.DataFrame) -> str:
         [
             escape(r["system"]),
             percent(r["j"]),
-            f"{r['p95_seconds']:g}",
-            f"{r['tokens_per_query']:,}",
+            "—" if r.get("p95_seconds") is None else f"{r['p95_seconds']:g}",
+            "—" if r.get("tokens_per_query") is None else f"{r['tokens_per_query']:,}",
             escape(r["source"]),  # as text: the report makes no link out
             escape(r["source_note"]),
         ]

@@ -3,8 +3,9 @@
 A memory calls its model as it would any provider's; the offline memory model looks at what it
 is asked (the tools bound, the prompt) and, when it recognises a memory system's request,
 answers with that system's script: MemGPT's tools (``memgpt``), LangMem's manager through
-trustcall (``langmem``), mem0's extraction prompt (``mem0``). ``RuleScript`` (``base``) is their
-shared shape; ``facts`` what they count as a fact about the user.
+trustcall (``langmem``), mem0's extraction prompt (``mem0``), Graphiti's structured calls by
+their response schema (``graphiti``). ``RuleScript`` (``base``) is their shared shape;
+``facts`` what they count as a fact about the user.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from memory_lab.models.offline_rules.base import (
     RuleSettings,
     numbered,
 )
+from memory_lab.models.offline_rules.graphiti import GraphitiScript
 from memory_lab.models.offline_rules.langmem import LangMemScript
 from memory_lab.models.offline_rules.mem0 import Mem0Script
 from memory_lab.models.offline_rules.memgpt import MemGPTScript
@@ -30,7 +32,7 @@ __all__ = [
     "recognised",
 ]
 
-SCRIPTS: tuple[RuleScript, ...] = (MemGPTScript(), LangMemScript(), Mem0Script())
+SCRIPTS: tuple[RuleScript, ...] = (MemGPTScript(), LangMemScript(), Mem0Script(), GraphitiScript())
 
 
 def recognised(request: Request) -> RuleScript | None:
