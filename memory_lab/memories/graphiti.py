@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import os
 import re
 import shutil
@@ -60,6 +59,7 @@ from memory_lab.memories.protocol import (
     session_datetime,
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
+from memory_lab.models.tasks import parse_json_reply
 
 GRAPH_FOLDER = "graphiti"
 FACTS_HEADER = (
@@ -182,22 +182,10 @@ def _cosine(a: list[float], b: list[float]) -> float:
     return dot / (na * nb)
 
 
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
-
-
 def parse_json_object(text: str) -> dict[str, Any]:
-    """The JSON object of a reply (a code fence around it is dropped, as Graphiti does)."""
-    text = text.strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1)
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        start, end = text.find("{"), text.rfind("}")
-        if start < 0 or end <= start:
-            raise
-        value = json.loads(text[start : end + 1])
+    """The JSON object of a reply (the project's ``parse_json_reply``: code fences and text
+    around it tolerated), else ValueError."""
+    value = parse_json_reply(text)
     if not isinstance(value, dict):
         raise ValueError(f"expected a JSON object from the memory model, got {text[:80]!r}")
     return value
