@@ -1,7 +1,12 @@
-# The two quick-start commands: `make bench` and `make test`. Both create (or reuse) .venv.
+# The two quick-start commands: `make bench` and `make test`. Both create (or reuse) .venv and
+# .venv-hindsight.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The hindsight memory's own environment: Hindsight needs protobuf>=7, mem0 protobuf<7
+HS_VENV := .venv-hindsight
+HS_STAMP := $(HS_VENV)/.installed
+HINDSIGHT := hindsight-api-slim[embedded-db]
 PYTHON ?= python3
 
 export HF_HUB_OFFLINE := 1
@@ -11,8 +16,9 @@ export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: setup bench test test-slow lint docs lock clean
 
-# Every install is pinned by constraints.txt (`make lock` rewrites it). torch is installed first,
-# on its own: any other route pulls a multi-GB CUDA build.
+# Every install is pinned by constraints.txt, Hindsight's environment by constraints-hindsight.txt
+# (`make lock` rewrites both). torch is installed first, on its own: any other route pulls a
+# multi-GB CUDA build.
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -c constraints.txt --upgrade pip
@@ -20,7 +26,13 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
-setup: $(STAMP)
+$(HS_STAMP): constraints-hindsight.txt
+	$(PYTHON) -m venv $(HS_VENV)
+	$(HS_VENV)/bin/python -m pip install -q -c constraints-hindsight.txt --upgrade pip
+	$(HS_VENV)/bin/python -m pip install -q -c constraints-hindsight.txt '$(HINDSIGHT)'
+	touch $(HS_STAMP)
+
+setup: $(STAMP) $(HS_STAMP)
 
 bench: setup
 	$(PY) benchmarks/classic.py
@@ -51,6 +63,13 @@ lock:
 	{ echo "# Every package make setup installs, pinned. Rewritten by: make lock"; \
 	  $(LOCK_VENV)/bin/python -m pip freeze --all --exclude-editable | sed 's/+cpu$$//'; } > constraints.txt
 	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install -q --upgrade pip
+	$(LOCK_VENV)/bin/python -m pip install -q '$(HINDSIGHT)'
+	{ echo "# Every package of Hindsight's own environment (.venv-hindsight, the hindsight memory's), pinned."; \
+	  echo "# Rewritten by: make lock"; \
+	  $(LOCK_VENV)/bin/python -m pip freeze --all; } > constraints-hindsight.txt
+	rm -rf $(LOCK_VENV)
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) $(HS_VENV) build *.egg-info .pytest_cache

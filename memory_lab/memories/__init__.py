@@ -52,6 +52,7 @@ BUILTIN_MODULES = tuple(
         "langmem",
         "mem0",
         "graphiti",
+        "hindsight",
     )
 )
 register_builtin_modules(BUILTIN_MODULES)

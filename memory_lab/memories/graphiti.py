@@ -59,6 +59,7 @@ from memory_lab.memories.protocol import (
     session_datetime,
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
+from memory_lab.models.providers import json_mode
 from memory_lab.models.tasks import parse_json_reply
 
 GRAPH_FOLDER = "graphiti"
@@ -114,7 +115,7 @@ def _clients() -> tuple[type, type, type]:
         def __init__(self, chat: Any, model_name: str):
             super().__init__(LLMConfig(model=model_name, small_model=model_name), cache=False)
             self.chat = chat
-            self.json_chat = _json_mode(chat)
+            self.json_chat = json_mode(chat)
 
         async def _generate_response(
             self,
@@ -161,18 +162,6 @@ def _clients() -> tuple[type, type, type]:
             return sorted(scored, key=lambda pair: -pair[1])
 
     return RunLLMClient, RunEmbedder, EmbeddingRanker
-
-
-def _json_mode(chat: Any) -> Any:
-    """The chat model asked for a JSON object, where its provider has such a mode (OpenAI's
-    ``response_format``, as Graphiti's own OpenAI-compatible client asks); else as it is."""
-    try:
-        from langchain_openai.chat_models.base import BaseChatOpenAI
-    except ImportError:  # pragma: no cover - langchain-openai is a dependency
-        return chat
-    if isinstance(chat, BaseChatOpenAI):
-        return chat.bind(response_format={"type": "json_object"})
-    return chat
 
 
 def _cosine(a: list[float], b: list[float]) -> float:

@@ -195,6 +195,19 @@ def provider_chat_model(
     return _count_with_offline_tokenizer(chat)
 
 
+def json_mode(chat: Any) -> Any:
+    """The chat model asked for a JSON object where its provider has such a mode (OpenAI's
+    ``response_format``, as the OpenAI-compatible clients of Graphiti and Hindsight ask);
+    else as it is."""
+    try:
+        from langchain_openai.chat_models.base import BaseChatOpenAI
+    except ImportError:  # pragma: no cover - langchain-openai is a dependency
+        return chat
+    if isinstance(chat, BaseChatOpenAI):
+        return chat.bind(response_format={"type": "json_object"})
+    return chat
+
+
 def provider_embeddings(
     spec: str,
     *,

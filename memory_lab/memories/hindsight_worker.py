@@ -1,0 +1,475 @@
+"""The ``hindsight`` memory's worker: Hindsight's engine in Hindsight's own environment.
+
+Run by the ``hindsight`` memory (``memory_lab/memories/hindsight.py``) with the Python of a
+separate virtual environment that holds ``hindsight-api-slim[embedded-db]`` (Hindsight needs
+``protobuf>=7``, mem0 ``protobuf<7``: one environment cannot hold both). It imports nothing of
+memory-lab, only the standard library and Hindsight.
+
+It starts the embedded PostgreSQL (pg0, PostgreSQL 18 with pgvector, bundled in its wheel) on
+loopback with its data in the folder it is given, as an unprivileged user when run as root
+(PostgreSQL refuses root), then Hindsight's ``MemoryEngine`` on it with tasks run inline, no
+reranking model (``rrf``), and models that are not its own: every LLM call and every embedding
+goes back to the memory over this process's stdin/stdout, so the run's models answer them and
+the run meters and caches them.
+
+The protocol is JSON lines. The memory sends one request at a time, ``{"op": ...}``; while
+serving it, the worker may send ``{"call": "llm" | "embed_query" | "embed_documents", ...}``
+and reads the memory's ``{"result": ...}`` (or ``{"error": ...}``) before going on; it ends
+each request with ``{"done": ...}`` or ``{"failed": "...traceback"}``. Anything Hindsight
+prints goes to stderr (the memory's log file), never into the protocol.
+
+Reproducible: ids Hindsight draws with ``uuid4`` and ids PostgreSQL mints with
+``gen_random_uuid()`` come from counters of the bank's, so reruns send the same prompts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pwd
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+# PostgreSQL refuses to run as root: as root, the worker runs it in a user namespace of its own
+# where root's files are this user's (``unshare --user --map-user``): PostgreSQL sees itself
+# run by ``nobody``, and its files on disk are root's, in the folder the worker was given
+SERVER_USER = "nobody"
+PG_NAME = "hindsight"
+PG_CREDENTIALS = ("hindsight", "hindsight", "hindsight")  # user, password, database
+
+# Hindsight reads its settings when first imported: no hosted model, no model download, no
+# reranking model, nothing that phones home. The worker hands the engine its own LLM and
+# embeddings, so the provider names below only silence Hindsight's checks.
+HINDSIGHT_ENV = {
+    "HINDSIGHT_API_LLM_PROVIDER": "openai",
+    "HINDSIGHT_API_LLM_API_KEY": "memory-lab",
+    "HINDSIGHT_API_LLM_MODEL": "run-model",
+    "HINDSIGHT_API_SKIP_LLM_VERIFICATION": "true",
+    "HINDSIGHT_API_EMBEDDINGS_PROVIDER": "openai",
+    "HINDSIGHT_API_RERANKER_PROVIDER": "rrf",
+    "HINDSIGHT_API_OTEL_TRACES_ENABLED": "false",
+    "HF_HUB_OFFLINE": "1",
+}
+
+
+def _log(text: str) -> None:
+    print(f"[memory-lab hindsight worker] {text}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------ the channel
+
+
+class Channel:
+    """The JSON-lines channel to the memory: requests in, calls out, one at a time."""
+
+    def __init__(self) -> None:
+        self.inp = sys.stdin
+        # The protocol gets its own copy of stdout; fd 1 becomes stderr, so whatever a library
+        # prints lands in the log instead of the protocol
+        self.out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+        self.lock = threading.Lock()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.out.write(json.dumps(message, ensure_ascii=False) + "\n")
+        self.out.flush()
+
+    def receive(self) -> dict[str, Any] | None:
+        line = self.inp.readline()
+        return json.loads(line) if line else None
+
+    def call(self, kind: str, **payload: Any) -> Any:
+        """Ask the memory to run ``kind`` (a model call, an embedding); its result."""
+        with self.lock:
+            self.send({"call": kind, **payload})
+            reply = self.receive()
+        if reply is None:
+            raise RuntimeError("the memory closed the channel during a call")
+        if "error" in reply:
+            raise RuntimeError(f"{kind} failed in the memory: {reply['error']}")
+        return reply["result"]
+
+
+# -------------------------------------------------------------------------- ids
+
+
+class Counter:
+    """Deterministic ``uuid4`` draws for the worker's bank."""
+
+    def __init__(self, seed: str):
+        self.seed, self.n = seed, 0
+        self.lock = threading.Lock()
+
+    def __call__(self) -> uuid.UUID:
+        with self.lock:
+            self.n += 1
+            return uuid.uuid5(uuid.NAMESPACE_URL, f"memory-lab/hindsight/{self.seed}/{self.n}")
+
+
+class OwnDraws:
+    """The ``uuid`` module as one module sees it: ``uuid4`` from its own counter."""
+
+    def __init__(self, draw: Counter):
+        self.uuid4 = draw
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(uuid, name)
+
+
+def minted_ids_from_sequence(conn_url: str) -> str:
+    """SQL making every ``gen_random_uuid()`` column default draw from one sequence instead
+    (run after the migrations), so the ids PostgreSQL mints repeat from run to run."""
+    return """
+DO $$
+DECLARE c record;
+BEGIN
+  CREATE SEQUENCE IF NOT EXISTS public.memory_lab_ids;
+  FOR c IN
+    SELECT table_schema, table_name, column_name FROM information_schema.columns
+    WHERE column_default LIKE '%gen_random_uuid()%'
+  LOOP
+    EXECUTE format(
+      'ALTER TABLE %I.%I ALTER COLUMN %I SET DEFAULT '
+      '(lpad(to_hex(nextval(''public.memory_lab_ids'')), 32, ''0''))::uuid',
+      c.table_schema, c.table_name, c.column_name);
+  END LOOP;
+END $$;
+"""
+
+
+# ---------------------------------------------------------------------- PostgreSQL
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """pg0's PostgreSQL with its data (and pg0's unpacked binaries) under ``folder``."""
+
+    def __init__(self, folder: Path):
+        import pg0
+
+        self.binary = Path(pg0.__file__).parent / "bin" / "pg0"
+        self.folder = folder
+        self.home = folder / "pg0"  # pg0 unpacks PostgreSQL into $HOME/.pg0
+        self.data = folder / "data"
+        self.port = _free_port()
+        self.as_root = os.geteuid() == 0
+
+    def _run(self, *args: str) -> subprocess.CompletedProcess:
+        cmd = [str(self.binary), *args]
+        if self.as_root:  # as SERVER_USER in a user namespace of its own (see SERVER_USER)
+            user = pwd.getpwnam(SERVER_USER)
+            cmd = [
+                "unshare", "--user", f"--map-user={user.pw_uid}", f"--map-group={user.pw_gid}",
+                "--", *cmd,
+            ]  # fmt: skip
+        env = {"HOME": str(self.home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+
+    def start(self) -> str:
+        self.home.mkdir(parents=True, exist_ok=True)
+        user, password, database = PG_CREDENTIALS
+        done = self._run(
+            "start", "--name", PG_NAME, "--port", str(self.port), "--data-dir", str(self.data),
+            "-u", user, "-P", password, "-n", database,
+            "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(f"PostgreSQL (pg0) did not start: {done.stderr or done.stdout}")
+        return f"postgresql://{user}:{password}@127.0.0.1:{self.port}/{database}"
+
+    def stop(self) -> None:
+        self._run("stop", "--name", PG_NAME)
+
+
+# ------------------------------------------------------------------------- models
+
+
+def _models(channel: Channel, dimension: int) -> tuple[Any, Any]:
+    """Hindsight's LLM and embeddings, answered by the memory over ``channel``."""
+    from hindsight_api.engine.embeddings import Embeddings
+    from hindsight_api.engine.llm_interface import LLMInterface
+    from hindsight_api.engine.llm_wrapper import parse_llm_json
+    from hindsight_api.engine.providers.openai_compatible_llm import (
+        _ensure_json_word_in_user_message,
+        _strip_code_fences,
+        _strip_reasoning_tags,
+    )
+    from hindsight_api.engine.response_models import LLMCallResult, TokenUsage
+    from hindsight_api.engine.structured_output import provider_json_schema
+
+    class RunLLM(LLMInterface):
+        """Hindsight's calls sent as its OpenAI-compatible provider sends them on its soft
+        structured-output path: the response schema appended to the system message, a JSON
+        object asked for; the reply parsed as that provider parses it."""
+
+        async def verify_connection(self) -> None:
+            """Nothing to verify: the memory's models answer."""
+
+        async def cleanup(self) -> None:
+            """Nothing held."""
+
+        async def call(
+            self,
+            messages: list[dict[str, Any]],
+            response_format: Any = None,
+            max_completion_tokens: int | None = None,
+            temperature: float | None = None,
+            scope: str = "memory",
+            skip_validation: bool = False,
+            **_: Any,
+        ) -> Any:
+            sent = [dict(m) for m in messages]
+            structured = response_format is not None and hasattr(
+                response_format, "model_json_schema"
+            )
+            if structured:
+                schema = provider_json_schema(response_format)
+                note = "\n\nYou must respond with valid JSON matching this schema:\n" + json.dumps(
+                    schema, indent=2, ensure_ascii=False
+                )
+                if sent and sent[0].get("role") == "system":
+                    sent[0]["content"] = str(sent[0]["content"]) + note
+                elif sent:
+                    sent[0]["content"] = note + "\n\n" + str(sent[0]["content"])
+                sent = _ensure_json_word_in_user_message(sent)
+            reply = await asyncio.to_thread(
+                channel.call, "llm", messages=sent, json=structured, scope=scope
+            )
+            text, usage = (
+                reply["text"],
+                TokenUsage(
+                    input_tokens=reply.get("input_tokens", 0),
+                    output_tokens=reply.get("output_tokens", 0),
+                    total_tokens=reply.get("input_tokens", 0) + reply.get("output_tokens", 0),
+                ),
+            )
+            if not structured:
+                return LLMCallResult(content=text, usage=usage)
+            content = _strip_reasoning_tags(text)
+            try:
+                data = json.loads(_strip_code_fences(content))
+            except json.JSONDecodeError:
+                data = parse_llm_json(content)
+            value = data if skip_validation else response_format.model_validate(data)
+            return LLMCallResult(content=value, usage=usage)
+
+        async def call_with_tools(self, *args: Any, **kwargs: Any) -> Any:
+            # Only reflect (not used by the memory) calls tools
+            raise NotImplementedError("the hindsight memory retains and recalls; no reflect")
+
+    class RunEmbeddings(Embeddings):
+        """The memory's embeddings: queries as queries, stored texts as documents."""
+
+        @property
+        def provider_name(self) -> str:
+            return "memory-lab"
+
+        @property
+        def dimension(self) -> int:
+            return dimension
+
+        async def initialize(self) -> None:
+            """Nothing to load."""
+
+        async def encode(self, texts: list[str]) -> list[list[float]]:
+            return await self.encode_documents(texts)
+
+        async def encode_documents(self, texts: list[str]) -> list[list[float]]:
+            if not texts:
+                return []
+            return await asyncio.to_thread(channel.call, "embed_documents", texts=list(texts))
+
+        async def encode_query(self, texts: list[str]) -> list[list[float]]:
+            if not texts:
+                return []
+            return await asyncio.to_thread(channel.call, "embed_query", texts=list(texts))
+
+    return RunLLM, RunEmbeddings()
+
+
+# ------------------------------------------------------------------------- engine
+
+
+class Worker:
+    """One bank of one cell: the server, the engine, and the requests."""
+
+    def __init__(self, channel: Channel):
+        self.channel = channel
+        self.loop = asyncio.new_event_loop()
+        self.server: Server | None = None
+        self.engine: Any = None
+        self.bank = ""
+        self.context: Any = None
+
+    async def start(self, folder: str, bank: str, dimension: int) -> dict[str, Any]:
+        os.environ.update(HINDSIGHT_ENV)
+        self.bank = bank
+        uuid.uuid4 = Counter(bank)  # every module's uuid.uuid4() (they call it through uuid)
+        began = time.perf_counter()
+        self.server = Server(Path(folder))
+        url = self.server.start()
+        _log(f"PostgreSQL up on port {self.server.port} in {time.perf_counter() - began:.1f} s")
+        import hindsight_api.engine.llm_wrapper as llm_wrapper
+        from hindsight_api.engine.consolidation import consolidator
+        from hindsight_api.engine.memory_engine import MemoryEngine
+        from hindsight_api.engine.task_backend import SyncTaskBackend
+        from hindsight_api.models import RequestContext
+
+        # Observation ids appear in consolidation prompts: drawn from a counter of their own,
+        # in the order consolidation writes them (tracing, operation and audit ids elsewhere
+        # are drawn by concurrent tasks, in an order that varies)
+        consolidator.uuid = OwnDraws(Counter(f"{bank}/observations"))
+        run_llm, embeddings = _models(self.channel, dimension)
+        llm_wrapper.create_llm_provider = lambda provider, api_key, base_url, model, *a, **k: (
+            run_llm(provider, api_key, base_url, model)
+        )
+        self.engine = MemoryEngine(
+            db_url=url,
+            embeddings=embeddings,
+            task_backend=SyncTaskBackend(),
+            skip_llm_verification=True,
+            pool_min_size=1,
+            # one connection: Hindsight's concurrent tasks then write and read in one order,
+            # so rows that rank equal come back in the same order and a rerun's prompts repeat
+            pool_max_size=1,
+        )
+        await self.engine.initialize()
+        _log(f"Hindsight's engine ready (migrations run) in {time.perf_counter() - began:.1f} s")
+        import asyncpg
+
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute(minted_ids_from_sequence(url))
+        finally:
+            await conn.close()
+        self.context = RequestContext(internal=True)
+        import hindsight_api
+
+        version = getattr(hindsight_api, "__version__", "?")
+        return {"version": version, "data": str(self.server.data)}
+
+    async def retain(
+        self, content: str, context: str, date: str | None, document: str
+    ) -> dict[str, Any]:
+        when = datetime.fromisoformat(date) if date else None
+        ids = await self.engine.retain_async(
+            self.bank,
+            content,
+            context=context,
+            event_date=when,
+            document_id=document,
+            request_context=self.context,
+        )
+        return {"ids": [str(i) for i in ids]}
+
+    async def recall(
+        self,
+        query: str,
+        max_tokens: int,
+        budget: str,
+        types: list[str],
+        date: str | None,
+    ) -> dict[str, Any]:
+        from hindsight_api.engine.memory_engine import Budget
+
+        result = await self.engine.recall_async(
+            self.bank,
+            query,
+            budget=Budget(budget),
+            max_tokens=max_tokens,
+            fact_type=types,
+            question_date=datetime.fromisoformat(date) if date else None,
+            include_source_facts=True,
+            max_source_facts_tokens=max_tokens,
+            request_context=self.context,
+            reranking="rrf",
+            _quiet=True,
+        )
+        sources = result.source_facts or {}
+        return {
+            "results": [
+                {
+                    "id": r.id,
+                    "text": r.text,
+                    "type": r.fact_type,
+                    "document": r.document_id,
+                    "occurred_start": r.occurred_start,
+                    "occurred_end": r.occurred_end,
+                    "mentioned_at": r.mentioned_at,
+                    "sources": [
+                        getattr(sources.get(s), "document_id", None)
+                        for s in (r.source_fact_ids or [])
+                    ],
+                }
+                for r in result.results
+            ]
+        }
+
+    async def units(self) -> dict[str, Any]:
+        """Every memory unit of the bank (facts and observations), oldest first."""
+        import asyncpg
+
+        assert self.server is not None
+        user, password, database = PG_CREDENTIALS
+        conn = await asyncpg.connect(
+            f"postgresql://{user}:{password}@127.0.0.1:{self.server.port}/{database}"
+        )
+        try:
+            rows = await conn.fetch(
+                "SELECT id::text, text, fact_type, document_id, mentioned_at "
+                "FROM memory_units WHERE bank_id = $1 ORDER BY created_at, id",
+                self.bank,
+            )
+        finally:
+            await conn.close()
+        return {
+            "units": [
+                {
+                    "id": r["id"],
+                    "text": r["text"],
+                    "type": r["fact_type"],
+                    "document": r["document_id"],
+                    "mentioned_at": r["mentioned_at"].isoformat() if r["mentioned_at"] else None,
+                }
+                for r in rows
+            ]
+        }
+
+    async def close(self) -> dict[str, Any]:
+        if self.engine is not None:
+            await self.engine.close()
+        return {}
+
+    def serve(self) -> None:
+        try:
+            while (request := self.channel.receive()) is not None:
+                op = request.pop("op")
+                try:
+                    value = self.loop.run_until_complete(getattr(self, op)(**request))
+                    self.channel.send({"done": value})
+                except Exception:  # noqa: BLE001 - reported to the memory, which raises
+                    self.channel.send({"failed": traceback.format_exc()})
+                if op == "close":
+                    break
+        finally:
+            if self.server is not None:
+                self.server.stop()
+
+
+if __name__ == "__main__":
+    Worker(Channel()).serve()

@@ -1,0 +1,184 @@
+"""The ``hindsight`` memory: Hindsight's engine in its own environment, on its embedded
+PostgreSQL, facts learnt into observations."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
+from memory_lab.errors import ConfigError
+from memory_lab.memories import MemorySpecError, parse_memory_spec, tokens_held
+from memory_lab.memories.hindsight import default_python, preflight_hindsight
+from memory_lab.memories.protocol import Query
+from memory_lab.models.offline_rules import RuleSettings
+from memory_lab.models.offline_rules.hindsight import RULES, schema_title
+
+from ..conftest import FIXTURES
+from .replay import exchange, replayed, run_isolated, run_twice_on_mock
+
+
+@pytest.fixture(scope="module")
+def coffee():
+    """A favourite coffee shop that changes a month later; a marathon said once."""
+    return load_dialogues(FIXTURES / "memories" / "coffee-change.yaml")[0]
+
+
+def test_parameters_are_checked_when_the_spec_is_parsed():
+    assert parse_memory_spec("hindsight").params == {
+        "max_tokens": 4096,
+        "budget": "mid",
+        "types": ["world", "experience", "observation"],
+        "keep": False,
+    }
+    assert parse_memory_spec("hindsight:types=observation").params["types"] == ["observation"]
+    with pytest.raises(MemorySpecError, match="'budget' must be one of low, mid, high"):
+        parse_memory_spec("hindsight:budget=max")
+    with pytest.raises(MemorySpecError, match="'max_tokens' must be at least 64"):
+        parse_memory_spec("hindsight:max_tokens=10")
+    with pytest.raises(MemorySpecError, match="'types' must name fact types among world"):
+        parse_memory_spec("hindsight:types=world+opinion")
+
+
+def test_a_missing_environment_says_how_to_make_one(tmp_path):
+    missing = tmp_path / "nowhere" / "python"
+    with pytest.raises(ConfigError, match="no Python at --resource hindsight_python=.*make setup"):
+        preflight_hindsight({}, lambda name: str(missing))
+    preflight_hindsight({}, lambda name: str(default_python()))  # make setup made this one
+
+
+def test_each_exchange_is_retained_as_facts_and_learnt_into_observations(nurse, run_models):
+    cell = replayed("hindsight", nurse, run_models, upto=0)
+    memory = cell.memory
+    memory.observe(exchange(0, "I prefer aisle seats on flights.", date="2026-03-02"))
+    memory.observe(exchange(1, "The weather is nice today."))  # no fact: no consolidation
+    memory.observe(exchange(2, "I now prefer window seats on flights.", date="2026-03-09"))
+    snapshot = memory.snapshot()
+    assert [(f["fact"], f["mentioned_at"], f["turn_ids"]) for f in snapshot["facts"]] == [
+        ("I prefer aisle seats on flights. | Involving: user", "2026-03-02", ["u0", "a0"]),
+        ("I now prefer window seats on flights. | Involving: user", "2026-03-09", ["u2", "a2"]),
+    ]
+    # consolidation updated the one observation to the newer value
+    assert snapshot["observations"] == ["I now prefer window seats on flights."]
+    usage, by_role = cell.maintenance()
+    assert [r for r, _, _ in by_role] == ["memory"]
+    # three extraction calls; two consolidation calls (the exchanges with a fact)
+    assert usage.llm_calls == 5 and usage.input_tokens > 10000 and usage.embedding_tokens > 0
+    assert tokens_held(memory) > 0
+    cell.close()
+
+
+def test_recall_is_hindsights_dated_facts_and_observations_naming_their_turns(
+    coffee, run_models, tmp_path
+):
+    import dataclasses
+
+    models = dataclasses.replace(run_models, work_dir=str(tmp_path))
+    cell = replayed("hindsight", coffee, models)
+    folders = [Path(p) for p in (tmp_path / "cells").glob("*/hindsight")]
+    assert len(folders) == 1 and (folders[0] / "data" / "PG_VERSION").exists()  # in the cell
+    assert (folders[0] / "worker.log").read_text().count("engine ready") == 1
+    recall = cell.memory.recall(Query("Which coffee shop is my favourite?", "s2", "2026-02-20"))
+    texts = [i.text for i in recall.items]
+    assert texts[0] == "Memories (Hindsight's recall, most relevant first):"
+    facts = [i for i in recall.items if i.kind == "fact"]
+    observations = [i for i in recall.items if i.kind == "summary"]
+    new = next(f for f in facts if "Ritual Roasters" in f.text)
+    assert new.text.endswith("(mentioned 2026-02-20)") and new.turn_ids == ("coffee-v2", "s2.t4")
+    learnt = next(o for o in observations if "Ritual Roasters" in o.text)
+    # the observation was consolidated from both coffee facts: it names both exchanges
+    assert learnt.turn_ids == ("coffee-v1", "s1.t2", "coffee-v2", "s2.t4")
+    assert recall.ranking == tuple(i.turn_ids for i in recall.items[1:])  # Hindsight's order
+    assert cell.memory.recall(Query("")).items == ()
+    observed = cell.memory.recall(Query("Which coffee shop is my favourite?"))
+    snapshot = cell.memory.snapshot()
+    cell.close()
+    assert not folders[0].exists()
+    again = replayed("hindsight", coffee, run_models)  # ids from the cell's counters
+    assert again.memory.snapshot() == snapshot
+    assert again.memory.recall(Query("Which coffee shop is my favourite?")) == observed
+    again.close()
+
+
+def test_a_changed_fact_updates_the_observation_and_is_answered_new(coffee, tmp_path):
+    outcome = run_benchmark(
+        resolve_memories(["hindsight:keep=true"]), [coffee], tmp_path / "run", progress=False
+    )
+    assert outcome.failed_cells == 0
+    probes = read_results(outcome.path).probes.set_index("probe_id")
+    assert (
+        probes.loc["q-coffee", "correct"] and "Ritual Roasters" in probes.loc["q-coffee", "reply"]
+    )
+    assert probes.loc["q-coffee", "evidence_recall"] == 1.0
+    prompt = probes.loc["q-coffee", "prompt"]
+    assert "- My favourite coffee shop is now Ritual Roasters. (mentioned 2026-02-20)" in prompt
+    assert "- My favourite coffee shop is Blue Bottle. (" not in prompt  # no stale observation
+    # keep=true: the bank's PostgreSQL data stays in the cell's folder
+    kept = list((tmp_path / "run" / "cells").glob("*/hindsight/data/PG_VERSION"))
+    assert len(kept) == 1
+
+
+def _offline_network(tmp_path: Path) -> Path:
+    """A Python for Hindsight's worker that runs it in a network namespace of its own, with
+    loopback only: any connection beyond this machine fails."""
+    wrapper = tmp_path / "python-offline"
+    wrapper.write_text(
+        '#!/bin/sh\nexec unshare --net sh -c \'ip link set lo up && exec "$0" "$@"\' '
+        f'{default_python()} "$@"\n'
+    )
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    return wrapper
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("ip"), reason="a network namespace needs root and ip"
+)
+def test_a_run_writes_nothing_outside_its_folder_and_connects_nowhere(
+    coffee, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("MEMORY_LAB_HINDSIGHT_PYTHON", str(_offline_network(tmp_path)))
+    written, remote = run_isolated("hindsight", coffee, tmp_path, monkeypatch)
+    assert written == [] and remote == []
+    assert list((tmp_path / "run").rglob("hindsight")) == []  # without keep, dropped
+
+
+def _hindsight_model(body: dict) -> str:
+    """A 'model' behind the mock: Hindsight's calls answered by the offline rules, as JSON."""
+    prompt = "\n".join(m["content"] for m in body["messages"])
+    title = schema_title(body["messages"][0]["content"])
+    return json.dumps(RULES[title](prompt, RuleSettings()))
+
+
+def test_hindsights_prompts_reach_the_provider_metered_and_a_rerun_is_cached(
+    tmp_path, monkeypatch, coffee
+):
+    runs = run_twice_on_mock("hindsight", coffee, tmp_path, monkeypatch, reply=_hindsight_model)
+    assert runs.failed_cells == [0, 0]
+    requests, turns = runs.requests, runs.turns
+    ours = [r for r in requests if schema_title(r["messages"][0]["content"])]
+    # Hindsight's own prompts, in JSON mode, as its OpenAI-compatible provider sends them
+    assert ours[0]["messages"][0]["content"].startswith("Extract SIGNIFICANT facts from text.")
+    assert all(r["response_format"] == {"type": "json_object"} for r in ours)
+    titles = [schema_title(r["messages"][0]["content"]) for r in ours]
+    assert titles.count("FactExtractionResponse") == 4  # one per exchange
+    assert titles.count("_ConstrainedConsolidationBatchResponse") == 3  # those with a fact
+    assert turns["memory_llm_calls"].sum() == len(ours)  # every call metered
+    assert (turns.loc[turns["memory_llm_calls"] > 0, "memory_output_tokens"] > 0).all()
+    assert runs.again_calls == 0  # the same prompts again (ids included): all from the cache
+    assert list(runs.rerun_turns["memory_llm_calls"]) == list(turns["memory_llm_calls"])
+
+
+def test_an_unknown_hindsight_schema_fails_naming_it():
+    from memory_lab.models.offline_memory import OfflineMemoryModel
+    from memory_lab.models.offline_rules.hindsight import SCHEMA_MARK, HindsightRuleError
+
+    prompt = f"Reflect on the bank.\n\n{SCHEMA_MARK}\n" + json.dumps(
+        {"title": "ReflectAnswer", "type": "object", "properties": {}}
+    )
+    with pytest.raises(HindsightRuleError, match="no rule for Hindsight's response schema 'Refl"):
+        OfflineMemoryModel().invoke([("system", prompt), ("human", "Go.")])
