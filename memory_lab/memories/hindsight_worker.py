@@ -200,8 +200,12 @@ class Server:
 
 
 def _models(channel: Channel, dimension: int) -> tuple[Any, Any]:
-    """Hindsight's LLM and embeddings, answered by the memory over ``channel``."""
-    from hindsight_api.engine.embeddings import Embeddings
+    """Hindsight's LLM (a class) and embeddings, answered by the memory over ``channel``."""
+    return _llm_class(channel), _embeddings(channel, dimension)
+
+
+def _llm_class(channel: Channel) -> Any:
+    """Hindsight's LLM interface, each call sent to the memory over ``channel``."""
     from hindsight_api.engine.llm_interface import LLMInterface
     from hindsight_api.engine.llm_wrapper import parse_llm_json
     from hindsight_api.engine.providers.openai_compatible_llm import (
@@ -272,6 +276,13 @@ def _models(channel: Channel, dimension: int) -> tuple[Any, Any]:
             # Only reflect (not used by the memory) calls tools
             raise NotImplementedError("the hindsight memory retains and recalls; no reflect")
 
+    return RunLLM
+
+
+def _embeddings(channel: Channel, dimension: int) -> Any:
+    """Hindsight's embeddings, answered by the memory's over ``channel``."""
+    from hindsight_api.engine.embeddings import Embeddings
+
     class RunEmbeddings(Embeddings):
         """The memory's embeddings: queries as queries, stored texts as documents."""
 
@@ -299,7 +310,7 @@ def _models(channel: Channel, dimension: int) -> tuple[Any, Any]:
                 return []
             return await asyncio.to_thread(channel.call, "embed_query", texts=list(texts))
 
-    return RunLLM, RunEmbeddings()
+    return RunEmbeddings()
 
 
 # ------------------------------------------------------------------------- engine
