@@ -386,7 +386,42 @@ class Worker:
             document_id=document,
             request_context=self.context,
         )
-        return {"ids": [str(i) for i in ids]}
+        return {"ids": [str(i) for i in ids], "reconsolidated": await self.reconsolidate()}
+
+    async def reconsolidate(self) -> int:
+        """Consolidate the facts a failed consolidation stranded; how many consolidations it ran.
+
+        Retain queues consolidation and logs, never raises, when it fails: its facts stay
+        ``consolidated_at IS NULL`` until Hindsight's maintenance loop re-queues them (every
+        five minutes in its server; the replay runs no loop). Asked here, before the next
+        exchange, as that loop asks: no learnt observation is left to chance of timing."""
+        for attempt in range(3):
+            rows = await self._fetch(
+                "SELECT count(*) AS n FROM memory_units WHERE bank_id = $1 "
+                "AND consolidated_at IS NULL AND consolidation_failed_at IS NULL "
+                "AND fact_type IN ('experience', 'world')",
+                self.bank,
+            )
+            stranded = int(rows[0]["n"])
+            if not stranded:
+                return attempt
+            _log(f"{stranded} fact(s) left unconsolidated by retain: consolidating them")
+            await self.engine.run_consolidation(self.bank, request_context=self.context)
+        raise RuntimeError("facts stay unconsolidated after three consolidations (see the log)")
+
+    async def _fetch(self, sql: str, *args: Any) -> list[Any]:
+        """Rows of one query on the bank's PostgreSQL, on a connection of its own."""
+        import asyncpg
+
+        assert self.server is not None
+        user, password, database = PG_CREDENTIALS
+        conn = await asyncpg.connect(
+            f"postgresql://{user}:{password}@127.0.0.1:{self.server.port}/{database}"
+        )
+        try:
+            return list(await conn.fetch(sql, *args))
+        finally:
+            await conn.close()
 
     async def recall(
         self,
@@ -433,21 +468,11 @@ class Worker:
 
     async def units(self) -> dict[str, Any]:
         """Every memory unit of the bank (facts and observations), oldest first."""
-        import asyncpg
-
-        assert self.server is not None
-        user, password, database = PG_CREDENTIALS
-        conn = await asyncpg.connect(
-            f"postgresql://{user}:{password}@127.0.0.1:{self.server.port}/{database}"
+        rows = await self._fetch(
+            "SELECT id::text, text, fact_type, document_id, mentioned_at "
+            "FROM memory_units WHERE bank_id = $1 ORDER BY created_at, id",
+            self.bank,
         )
-        try:
-            rows = await conn.fetch(
-                "SELECT id::text, text, fact_type, document_id, mentioned_at "
-                "FROM memory_units WHERE bank_id = $1 ORDER BY created_at, id",
-                self.bank,
-            )
-        finally:
-            await conn.close()
         return {
             "units": [
                 {

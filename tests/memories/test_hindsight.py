@@ -147,6 +147,61 @@ def test_a_run_writes_nothing_outside_its_folder_and_connects_nowhere(
     assert list((tmp_path / "run").rglob("hindsight")) == []  # without keep, dropped
 
 
+FAILING_CONSOLIDATION = """
+import importlib.abc, importlib.machinery, sys
+
+class Once(importlib.abc.MetaPathFinder):
+    # the first consolidation job fails, as a lost database connection fails it
+    def find_spec(self, name, path, target=None):
+        if name != "hindsight_api.engine.consolidation":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            job, failed = module.run_consolidation_job, []
+
+            async def flaky(*args, **kwargs):
+                if not failed:
+                    failed.append(1)
+                    raise ConnectionResetError("injected: the connection was lost")
+                return await job(*args, **kwargs)
+
+            module.run_consolidation_job = flaky
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, Once())
+"""
+
+
+def test_facts_a_failed_consolidation_stranded_are_consolidated_before_the_next_exchange(
+    coffee, run_models, tmp_path, monkeypatch
+):
+    import dataclasses
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(FAILING_CONSOLIDATION)
+    wrapper = tmp_path / "python-failing"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH={site} exec {default_python()} "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("MEMORY_LAB_HINDSIGHT_PYTHON", str(wrapper))
+    models = dataclasses.replace(run_models, work_dir=str(tmp_path))
+    cell = replayed("hindsight:keep=true", coffee, models)
+    log = next((tmp_path / "cells").glob("*/hindsight/worker.log")).read_text()
+    assert "injected: the connection was lost" in log  # Hindsight logged it, raised nothing
+    assert "fact(s) left unconsolidated by retain: consolidating them" in log
+    observations = cell.memory.snapshot()["observations"]
+    cell.close()
+    healthy = replayed("hindsight", coffee, run_models)
+    assert observations == healthy.memory.snapshot()["observations"]  # nothing lost
+    healthy.close()
+
+
 def _hindsight_model(body: dict) -> str:
     """A 'model' behind the mock: Hindsight's calls answered by the offline rules, as JSON."""
     prompt = "\n".join(m["content"] for m in body["messages"])
