@@ -5,9 +5,10 @@ maintenance tokens). For bounded memories (``window``, ``summary_buffer``, ``vec
 ``hybrid``, ``thread`` with any policy other than ``none``, ``hierarchical``, ``profile``,
 ``memgpt``, whose core blocks are capped and whose searches return ``k`` results, examining
 at most ``scan`` messages per word, ``rag``, which embeds only the chunks an exchange touched,
-``langmem``, whose manager searches ``query_limit`` memories per exchange, and ``graphiti``,
+``langmem``, whose manager searches ``query_limit`` memories per exchange, ``graphiti``,
 whose prompts show the last ten episodes and a bounded number of search results, and whose
-summaries are capped) both must stay within 1.5x each time the turn count doubles:
+summaries are capped, and ``hindsight``, whose recall and consolidation prompts fill token
+budgets of Hindsight's) both must stay within 1.5x each time the turn count doubles:
 no quadratic work hiding in the harness, in a checkpointer, in a growing store or in a search
 index. Prints one row per (memory, turns) with the ratios to the previous length. ``--language
 ko`` replays Korean dialogues instead (``hybrid`` splits them into morphemes).
@@ -20,6 +21,7 @@ ko`` replays Korean dialogues instead (``hybrid`` splits them into morphemes).
     python benchmarks/scaling.py --memory hierarchical profile
     python benchmarks/scaling.py --memory rag:chunk_tokens=256,k=2 langmem
     python benchmarks/scaling.py --memory graphiti
+    python benchmarks/scaling.py --memory hindsight
 """
 
 from __future__ import annotations
