@@ -7,6 +7,9 @@ STAMP := $(VENV)/.installed
 HS_VENV := .venv-hindsight
 HS_STAMP := $(HS_VENV)/.installed
 HINDSIGHT := hindsight-api-slim[embedded-db]
+# dateparser 1.5 returns three values per date found where Hindsight 1.1.0 unpacks two: every
+# query naming a date would lose Hindsight's temporal retrieval (logged, not raised)
+HINDSIGHT_PINS := 'dateparser<1.5'
 PYTHON ?= python3
 
 export HF_HUB_OFFLINE := 1
@@ -65,7 +68,7 @@ lock:
 	rm -rf $(LOCK_VENV)
 	$(PYTHON) -m venv $(LOCK_VENV)
 	$(LOCK_VENV)/bin/python -m pip install -q --upgrade pip
-	$(LOCK_VENV)/bin/python -m pip install -q '$(HINDSIGHT)'
+	$(LOCK_VENV)/bin/python -m pip install -q '$(HINDSIGHT)' $(HINDSIGHT_PINS)
 	{ echo "# Every package of Hindsight's own environment (.venv-hindsight, the hindsight memory's), pinned."; \
 	  echo "# Rewritten by: make lock"; \
 	  $(LOCK_VENV)/bin/python -m pip freeze --all; } > constraints-hindsight.txt

