@@ -37,7 +37,7 @@ import threading
 import time
 import traceback
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -216,8 +216,6 @@ class ReplayClock:
         self.today: datetime | None = None
 
     def install(self) -> None:
-        from datetime import UTC
-
         import hindsight_api.engine.memory_engine as memory_engine
         import hindsight_api.engine.query_analyzer as query_analyzer
 
