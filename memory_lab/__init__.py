@@ -10,6 +10,10 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from memory_lab.telemetry import switch_off
+
+switch_off()  # before any library with telemetry loads: nothing leaves the machine
+
 _EXPORTS = {
     "execute": "memory_lab.run.execute",
     "prepare_run": "memory_lab.run.prepare",

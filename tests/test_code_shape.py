@@ -17,6 +17,7 @@ MAX_LINES = 100
 # its own stage or an earlier one (the package's __init__ is the facade and exempt).
 STAGES = (
     "errors",
+    "telemetry",
     "text",
     "dialogue",
     "models",

@@ -1,0 +1,55 @@
+"""Every library's telemetry off, in the environment of every process memory-lab runs.
+
+``import memory_lab`` (which every process of a run does before anything else of ours: the
+command, ``--jobs`` and Ray workers as they unpickle a cell, ``serve``, ``view``, a notebook)
+calls ``switch_off``, so the variables are set before any of these libraries loads, and the
+processes they start inherit them. The hindsight worker, which gets an environment of its own,
+is given ``OFF`` explicitly.
+
+What each library would send, and the setting that stops it (audited in the pinned versions):
+
+- onnxruntime 1.32 (the bundled embedding engines): on its first initialisation its POSIX
+  telemetry resolves ``mobile.events.data.microsoft.com`` and queues events (the OS, the
+  Python path, a persistent device id) under ``~/.cache/Microsoft/DeveloperTools/``:
+  ``ORT_DISABLE_TELEMETRY``.
+- chromadb (``vector``'s store): PostHog events on client creation: ``ANONYMIZED_TELEMETRY``
+  (the client is also built with ``anonymized_telemetry=False``).
+- mem0ai: PostHog events on every call: ``MEM0_TELEMETRY``.
+- graphiti-core: PostHog events on initialisation: ``GRAPHITI_TELEMETRY_ENABLED``.
+- Ray: usage statistics sent from the head node of a cluster ``ray.init`` starts:
+  ``RAY_USAGE_STATS_ENABLED``.
+- huggingface_hub (tokenizers' loading): telemetry on downloads, which never happen here
+  (``HF_HUB_OFFLINE``): ``HF_HUB_DISABLE_TELEMETRY``.
+- Hindsight 1.1.0: OpenTelemetry traces only when ``HINDSIGHT_API_OTEL_TRACES_ENABLED`` is set
+  (off by default; set off here); its environment's sentry_sdk is never initialised.
+- ``DO_NOT_TRACK=1``, the cross-tool convention, for any library that honours it.
+
+Not telemetry, and left to the user: LangSmith tracing (LangChain) sends traces only when the
+user sets ``LANGSMITH_TRACING=true`` with a LangSmith key; OpenTelemetry exporters (chromadb,
+Ray, Hindsight) send only to an endpoint the user configures.
+
+The opt-outs are set unconditionally: a user's environment that turns telemetry on is
+overridden, because a run promises that nothing leaves the machine but the calls to the
+providers the user names.
+"""
+
+from __future__ import annotations
+
+import os
+
+OFF: dict[str, str] = {
+    "ORT_DISABLE_TELEMETRY": "1",
+    "ANONYMIZED_TELEMETRY": "False",
+    "MEM0_TELEMETRY": "False",
+    "GRAPHITI_TELEMETRY_ENABLED": "false",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "HINDSIGHT_API_OTEL_TRACES_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+}
+
+
+def switch_off() -> None:
+    """Set every opt-out of ``OFF`` in this process's environment (inherited by the processes
+    it starts)."""
+    os.environ.update(OFF)
