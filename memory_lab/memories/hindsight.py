@@ -15,10 +15,12 @@ Hindsight runs in a worker process of its own (``hindsight_worker.py``) with the
 separate virtual environment (``.venv-hindsight``, made by ``make setup``; elsewhere
 ``--resource hindsight_python=PATH``): its releases need ``protobuf>=7``, mem0's ``protobuf<7``.
 The worker starts Hindsight's embedded PostgreSQL (pg0: PostgreSQL 18 with pgvector, bundled
-in its wheel) on loopback, its data in a folder of the cell's own (``hindsight/``), dropped
-when the cell ends unless ``keep=true``; as root, PostgreSQL (which refuses root) runs in a
-user namespace of its own as ``nobody``, its files root's. The worker's HOME and temporary
-folder are inside that folder too.
+in its wheel), its data in a folder of the cell's own (``hindsight/``, mode 0700), dropped when
+the cell ends unless ``keep=true``. The database is the run's alone: the worker runs in a user
+and a network namespace of its own (``unshare``; as root, as ``nobody``, since PostgreSQL
+refuses root, its files root's), so PostgreSQL's loopback port is on a loopback no other
+process shares; its Unix socket is in that folder; its password is drawn per cell and known
+to the worker alone. The worker's HOME and temporary folder (pg0's too) are in that folder.
 
 The run's models drive it: every call Hindsight makes to its LLM comes back to this process and
 goes to the run's memory model (its prompt as Hindsight's OpenAI-compatible provider sends it,
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import tempfile
@@ -43,7 +46,8 @@ import threading
 from pathlib import Path
 from typing import Any, Literal
 
-from memory_lab.errors import ConfigError
+from memory_lab.errors import ConfigError, EnvironmentProblem
+from memory_lab.memories.hindsight_db import NETWORK_CHECK
 from memory_lab.memories.protocol import (
     Exchange,
     Item,
@@ -55,6 +59,7 @@ from memory_lab.memories.protocol import (
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
 from memory_lab.models.providers import json_mode
+from memory_lab.telemetry import OFF as TELEMETRY_OFF
 
 WORKER = Path(__file__).with_name("hindsight_worker.py")
 FOLDER = "hindsight"
@@ -65,10 +70,12 @@ HEADER = "Memories (Hindsight's recall, most relevant first):"
 FACT_TYPES = ("world", "experience", "observation")
 SPEAKERS = ("User", "Assistant")
 START_TIMEOUT = 300.0  # seconds: the server's first start unpacks PostgreSQL
+# As root, the worker (and PostgreSQL, which refuses root) runs as this user in its namespace
+SERVER_USER = "nobody"
 
 
-class HindsightError(RuntimeError):
-    """The worker failed (its traceback, and where its log is)."""
+class HindsightError(EnvironmentProblem):
+    """The worker failed (its traceback, and where its log is), or could not be made private."""
 
 
 # ------------------------------------------------------------------------ the python
@@ -125,10 +132,48 @@ def preflight_hindsight(params: dict[str, Any], resource: Any) -> None:
             f"1.1.0 cannot read (its temporal retrieval would be lost): install "
             f"'dateparser<1.5' into it (-c constraints-hindsight.txt pins 1.4.3)"
         )
-    if os.geteuid() == 0 and shutil.which("unshare") is None:
-        raise ConfigError(
-            "memory 'hindsight': run as root, its PostgreSQL (which refuses root) starts in a "
-            "user namespace as 'nobody' through unshare (util-linux), which is not installed"
+    check_private(python)
+
+
+# ------------------------------------------------------------------------ isolation
+
+
+def isolated() -> list[str]:
+    """The command the worker runs under: a user and a network namespace of its own (``unshare``
+    from util-linux 2.38 or later), so its PostgreSQL's port is on a loopback no other process
+    shares. As root the worker is ``nobody`` in it (PostgreSQL refuses root; the files it
+    writes are root's), else itself; it keeps the namespace's capabilities to bring up its
+    loopback, and drops them before it starts PostgreSQL."""
+    if os.geteuid() == 0:
+        user = pwd.getpwnam(SERVER_USER)
+        uid, gid = user.pw_uid, user.pw_gid
+    else:
+        uid, gid = os.getuid(), os.getgid()
+    return [
+        "unshare", "--user", f"--map-user={uid}", f"--map-group={gid}", "--net", "--keep-caps",
+        "--",
+    ]  # fmt: skip
+
+
+def check_private(python: Path) -> None:
+    """The worker can run in namespaces of its own here (else HindsightError saying why)."""
+    if shutil.which("unshare") is None:
+        raise HindsightError(
+            "memory 'hindsight': its worker and PostgreSQL run in a user and a network "
+            "namespace of their own, through unshare (util-linux), which is not installed"
+        )
+    check = subprocess.run(
+        [*isolated(), str(python), "-P", "-s", "-B", str(WORKER), NETWORK_CHECK],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    if check.stdout.strip() != "private":
+        said = (check.stderr.strip() or check.stdout.strip())[-400:]
+        raise HindsightError(
+            "memory 'hindsight': its worker could not start in a user and a network namespace "
+            "of its own, which keep its PostgreSQL from other local users (unshare from "
+            "util-linux 2.38 or later; as another user than root, unprivileged user "
+            "namespaces: sysctl kernel.unprivileged_userns_clone=1, and on Ubuntu "
+            f"kernel.apparmor_restrict_unprivileged_userns=0): {said}"
         )
 
 
@@ -155,13 +200,15 @@ class Worker:
             # Hindsight orders equally ranked results by way of sets: a fixed string hash
             # makes that order, and so its prompts, the same from run to run
             "PYTHONHASHSEED": "0",
+            **TELEMETRY_OFF,  # its environment is its own: the opt-outs are passed on by name
         }
         with open(self.log, "w", encoding="utf-8") as log:
             self.proc = subprocess.Popen(
-                # -P: the worker's folder (memory-lab's memories, a profile.py among them) must
-                # not shadow modules on its path (Hindsight needs Python 3.11, which has -P);
-                # -s: no user site; -u: the protocol unbuffered; -B: no .pyc
-                [str(python), "-P", "-s", "-u", "-B", str(WORKER)],
+                # in namespaces of its own (``isolated``); -P: the worker's folder (memory-lab's
+                # memories, a profile.py among them) must not shadow modules on its path
+                # (Hindsight needs Python 3.11, which has -P); -s: no user site; -u: the
+                # protocol unbuffered; -B: no .pyc
+                [*isolated(), str(python), "-P", "-s", "-u", "-B", str(WORKER)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -421,7 +468,8 @@ def hindsight(
         folder = Path(tempfile.mkdtemp(prefix="memory-lab-hindsight-"))
         keep = False
     shutil.rmtree(folder, ignore_errors=True)  # a cell replays from its start: a new bank
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, mode=0o700)
+    folder.chmod(0o700)  # the bank's data and PostgreSQL's socket: the run's user's alone
     if not keep:
         res.on_close(lambda: shutil.rmtree(folder, ignore_errors=True))
     else:  # the worker's scratch goes; the database stays

@@ -5,12 +5,14 @@ separate virtual environment that holds ``hindsight-api-slim[embedded-db]`` (Hin
 ``protobuf>=7``, mem0 ``protobuf<7``: one environment cannot hold both). It imports nothing of
 memory-lab, only the standard library and Hindsight.
 
-It starts the embedded PostgreSQL (pg0, PostgreSQL 18 with pgvector, bundled in its wheel) on
-loopback with its data in the folder it is given, as an unprivileged user when run as root
-(PostgreSQL refuses root), then Hindsight's ``MemoryEngine`` on it with tasks run inline, no
-reranking model (``rrf``), and models that are not its own: every LLM call and every embedding
-goes back to the memory over this process's stdin/stdout, so the run's models answer them and
-the run meters and caches them.
+The memory starts it in a user and a network namespace of its own (``unshare``; as root, as
+``nobody``: PostgreSQL refuses root). It brings up that namespace's loopback, which no other
+process shares, and starts the embedded PostgreSQL (pg0, PostgreSQL 18 with pgvector, bundled in
+its wheel) on it, with its data, its Unix socket and pg0's temporary files in the folder it is
+given (which the memory makes 0700) and a random password of the bank's; then Hindsight's
+``MemoryEngine`` on it with tasks run inline, no reranking model (``rrf``), and models that are
+not its own: every LLM call and every embedding goes back to the memory over this process's
+stdin/stdout, so the run's models answer them and the run meters and caches them.
 
 The protocol is JSON lines. The memory sends one request at a time, ``{"op": ...}``; while
 serving it, the worker may send ``{"call": "llm" | "embed_query" | "embed_documents", ...}``
@@ -29,9 +31,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import pwd
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -41,12 +40,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-# PostgreSQL refuses to run as root: as root, the worker runs it in a user namespace of its own
-# where root's files are this user's (``unshare --user --map-user``): PostgreSQL sees itself
-# run by ``nobody``, and its files on disk are root's, in the folder the worker was given
-SERVER_USER = "nobody"
-PG_NAME = "hindsight"
-PG_CREDENTIALS = ("hindsight", "hindsight", "hindsight")  # user, password, database
+
+def _sibling(name: str) -> Any:
+    """The module ``name`` beside this file (run with ``python -P``, whose path does not hold
+    this folder, so it is loaded by its file): the worker's own parts, standard library only."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        f"hindsight_worker_{name}", Path(__file__).with_name(f"{name}.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+db = _sibling("hindsight_db")  # the private network and PostgreSQL
 
 # Hindsight reads its settings when first imported: no hosted model, no model download, no
 # reranking model, nothing that phones home. The worker hands the engine its own LLM and
@@ -147,55 +156,6 @@ BEGIN
   END LOOP;
 END $$;
 """
-
-
-# ---------------------------------------------------------------------- PostgreSQL
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """pg0's PostgreSQL with its data (and pg0's unpacked binaries) under ``folder``."""
-
-    def __init__(self, folder: Path):
-        import pg0
-
-        self.binary = Path(pg0.__file__).parent / "bin" / "pg0"
-        self.folder = folder
-        self.home = folder / "pg0"  # pg0 unpacks PostgreSQL into $HOME/.pg0
-        self.data = folder / "data"
-        self.port = _free_port()
-        self.as_root = os.geteuid() == 0
-
-    def _run(self, *args: str) -> subprocess.CompletedProcess:
-        cmd = [str(self.binary), *args]
-        if self.as_root:  # as SERVER_USER in a user namespace of its own (see SERVER_USER)
-            user = pwd.getpwnam(SERVER_USER)
-            cmd = [
-                "unshare", "--user", f"--map-user={user.pw_uid}", f"--map-group={user.pw_gid}",
-                "--", *cmd,
-            ]  # fmt: skip
-        env = {"HOME": str(self.home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
-
-    def start(self) -> str:
-        self.home.mkdir(parents=True, exist_ok=True)
-        user, password, database = PG_CREDENTIALS
-        done = self._run(
-            "start", "--name", PG_NAME, "--port", str(self.port), "--data-dir", str(self.data),
-            "-u", user, "-P", password, "-n", database,
-            "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-        )  # fmt: skip
-        if done.returncode != 0:
-            raise RuntimeError(f"PostgreSQL (pg0) did not start: {done.stderr or done.stdout}")
-        return f"postgresql://{user}:{password}@127.0.0.1:{self.port}/{database}"
-
-    def stop(self) -> None:
-        self._run("stop", "--name", PG_NAME)
 
 
 # -------------------------------------------------------------------------- clock
@@ -368,7 +328,7 @@ class Worker:
     def __init__(self, channel: Channel):
         self.channel = channel
         self.loop = asyncio.new_event_loop()
-        self.server: Server | None = None
+        self.server: Any = None
         self.engine: Any = None
         self.bank = ""
         self.context: Any = None
@@ -379,8 +339,8 @@ class Worker:
         self.bank = bank
         uuid.uuid4 = Counter(bank)  # every module's uuid.uuid4() (they call it through uuid)
         began = time.perf_counter()
-        self.server = Server(Path(folder))
-        url = self.server.start()
+        self.server = db.Server(Path(folder))
+        url = await self.server.start()
         _log(f"PostgreSQL up on port {self.server.port} in {time.perf_counter() - began:.1f} s")
         import hindsight_api.engine.llm_wrapper as llm_wrapper
         from hindsight_api.engine.consolidation import consolidator
@@ -462,10 +422,7 @@ class Worker:
         import asyncpg
 
         assert self.server is not None
-        user, password, database = PG_CREDENTIALS
-        conn = await asyncpg.connect(
-            f"postgresql://{user}:{password}@127.0.0.1:{self.server.port}/{database}"
-        )
+        conn = await asyncpg.connect(self.server.url())
         try:
             return list(await conn.fetch(sql, *args))
         finally:
@@ -547,7 +504,10 @@ class Worker:
                     value = self.loop.run_until_complete(getattr(self, op)(**request))
                     self.channel.send({"done": value})
                 except Exception:  # noqa: BLE001 - reported to the memory, which raises
-                    self.channel.send({"failed": traceback.format_exc()})
+                    failed = traceback.format_exc()
+                    if self.server is not None:
+                        failed = self.server.scrub(failed)
+                    self.channel.send({"failed": failed})
                 if op == "close":
                     break
         finally:
@@ -556,4 +516,8 @@ class Worker:
 
 
 if __name__ == "__main__":
-    Worker(Channel()).serve()
+    db.private_network()
+    if sys.argv[1:] == [db.NETWORK_CHECK]:
+        print("private")
+    else:
+        Worker(Channel()).serve()

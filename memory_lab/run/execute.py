@@ -9,6 +9,7 @@ status as it goes and the summary tables at the end.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import threading
@@ -49,11 +50,15 @@ from memory_lab.results.read import (
     read_results,
 )
 from memory_lab.results.summary import summarize, summarize_by_category
+from memory_lab.run.cell import cell_id_for
 from memory_lab.run.context import RunModels
 from memory_lab.run.exchanges import exchanges
 from memory_lab.run.executors import CellOutcome, CellTask, choose_executor
 from memory_lab.run.prepare import prepare_out_dir
 from memory_lab.text.redact import remember_resources
+
+CELLS_DIR = "cells"  # memories' files: a folder per execution of a cell (``run/cell.py``)
+_DRAWN = re.compile(r"(.+)[0-9a-f]{12}")  # ``cell_id_for``: 12 hex digits drawn per execution
 
 
 @dataclass
@@ -126,6 +131,32 @@ def _keep_ended_cells(spec: RunSpec, folder: Path) -> tuple[RunSpec, list[CellTa
     entry = {"at": datetime.now(UTC).isoformat(), "cells_kept": len(done)}
     spec = spec.replace(resume_history=(*spec.resume_history, entry), errors=())
     return spec.without("errors"), cells
+
+
+def _folder_stem(task: CellTask) -> str:
+    """The name of each folder of ``task``'s executions under cells/, less the id drawn for it."""
+    drawn = _DRAWN.fullmatch(cell_id_for(task.spec, task.dialogue))
+    assert drawn is not None
+    return drawn.group(1)
+
+
+def _remove_leftovers(folder: Path, to_run: list[CellTask], every: list[CellTask]) -> None:
+    """Before a resume redoes ``to_run``, remove the folders their interrupted executions left
+    under cells/ (a killed ``hindsight`` cell leaves its PostgreSQL: 100 MB and more).
+
+    A folder is named for its cell's memory and dialogue and an id drawn per execution, so the
+    folders of a cell that ended and of a redone cell with the same memory name and dialogue
+    (``hindsight`` beside ``hindsight:keep=true``) cannot be told apart: those are all kept."""
+    root = folder / CELLS_DIR
+    if not to_run or not root.is_dir():
+        return
+    redone = {t.index for t in to_run}
+    ended = {_folder_stem(c) for c in every if c.index not in redone}
+    stems = {_folder_stem(t) for t in to_run} - ended
+    for path in root.iterdir():
+        drawn = _DRAWN.fullmatch(path.name)
+        if drawn is not None and drawn.group(1) in stems and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _execute(
@@ -205,6 +236,7 @@ def _run_cells(
     to_run = [c for c in cells if c.index not in adopted]
     spec = state.spec
     if spec.resuming:
+        _remove_leftovers(folder, to_run, grid(list(spec.memory_specs), list(spec.dialogue_set)))
         history = spec.resume_history
         entry = {**history[-1], "cells_adopted": len(adopted), "cells_redone": len(to_run)}
         spec = spec.replace(resume_history=(*history[:-1], entry))

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
-from memory_lab.errors import ConfigError
+from memory_lab.errors import EXIT_ENVIRONMENT, ConfigError
 from memory_lab.memories import MemorySpecError, parse_memory_spec, tokens_held
-from memory_lab.memories.hindsight import default_python, preflight_hindsight
+from memory_lab.memories.hindsight import HindsightError, default_python, preflight_hindsight
 from memory_lab.memories.protocol import Query
 from memory_lab.models.offline_rules import RuleSettings
 from memory_lab.models.offline_rules.hindsight import RULES, schema_title
@@ -59,6 +59,23 @@ def test_an_environment_with_a_dateparser_hindsight_cannot_read_is_refused(tmp_p
     python.chmod(python.stat().st_mode | stat.S_IXUSR)
     with pytest.raises(ConfigError, match="dateparser 1.5.0, whose dates Hindsight 1.1.0 cannot"):
         preflight_hindsight({}, lambda name: str(python))
+
+
+def test_a_machine_where_the_worker_cannot_be_made_private_is_refused(tmp_path, monkeypatch):
+    # unshare refused, as where user namespaces are off: the database would be open to every
+    # local user, so the run does not start
+    fake = tmp_path / "bin" / "unshare"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\necho 'unshare: unshare failed: Operation not permitted' >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    with pytest.raises(
+        HindsightError, match="could not start in a user and a network namespace"
+    ) as e:
+        preflight_hindsight({}, lambda name: str(default_python()))
+    assert "Operation not permitted" in str(e.value) and e.value.exit_code == EXIT_ENVIRONMENT
 
 
 REPLAY_DAY = """
