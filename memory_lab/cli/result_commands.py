@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from memory_lab.errors import BadInput
+
 COMPARISON_FILE = "comparison.html"  # memory-lab report A B ...: in the current folder
 
 
@@ -17,14 +19,14 @@ def report_command(args: argparse.Namespace) -> int:
 
     folders = list(dict.fromkeys(args.results_dir))
     for folder in folders:
-        results = read_results(folder)
+        results = read_results(folder, prompts=False)  # charts and tables: no prompt text
         if results.turns.empty and results.probes.empty:
-            raise ValueError(f"{folder}: records.jsonl holds no records; nothing to report")
+            raise BadInput(f"{folder}: records.jsonl holds no records; nothing to report")
     if len(folders) > 1:  # one page comparing them, no charts folder written into any run
         print(f"report: {write_comparison(folders, args.out or COMPARISON_FILE)}")
         return 0
     if args.out is not None:
-        raise ValueError(
+        raise BadInput(
             "--out is for a comparison of several folders; one folder's report is "
             f"{folders[0] / 'report.html'}"
         )

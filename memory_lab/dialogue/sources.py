@@ -8,11 +8,14 @@ validation of one document live in ``memory_lab.dialogue.model``; this module fi
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import nullcontext
 from importlib import resources
 from pathlib import Path
 
 from memory_lab.dialogue.importers import import_source, parse_source
 from memory_lab.dialogue.model import Dialogue, DialogueError, Problem, check_file, parse_documents
+from memory_lab.errors import BadInput
+from memory_lab.text.limits import regular_files_only
 
 BUILTIN_PREFIX = "builtin:"
 DIALOGUE_SUFFIXES = (".yaml", ".yml", ".json")
@@ -88,11 +91,17 @@ def validate(sources: Iterable[str | Path]) -> tuple[list[Dialogue], list[Proble
     return dialogues, problems
 
 
-def load_dialogues(*sources: str | Path) -> list[Dialogue]:
-    """Load dialogues from files, folders or ``builtin:NAME``; DialogueError on any problem."""
+def load_dialogues(*sources: str | Path, regular_only: bool = False) -> list[Dialogue]:
+    """Load dialogues from files, folders or ``builtin:NAME``; DialogueError on any problem.
+
+    ``regular_only``: every file read must be a regular file (``limits.regular_files_only``):
+    a pipe or a device is refused, never waited on, as for a source named by a file someone
+    else wrote (a results folder's run.json, read by ``memory-lab view``).
+    """
     if not sources:
-        raise ValueError("load_dialogues needs at least one source")
-    dialogues, problems = validate(sources)
+        raise BadInput("load_dialogues needs at least one source")
+    with regular_files_only() if regular_only else nullcontext():
+        dialogues, problems = validate(sources)
     if problems:
         raise DialogueError(problems)
     return dialogues

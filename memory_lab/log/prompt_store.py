@@ -12,8 +12,12 @@ every record of a run from before deltas), or as::
 The prompt is its pieces joined: a string is literal text, ``[start, end]`` the characters
 ``start:end`` of the previous prompt of the same cell (that of the last record before it, in
 the cell's record order, that had one). ``digest`` is the restored prompt's BLAKE2b-64 (UTF-8),
-checked on reading. A record without a prompt (``--no-prompts``, an exchange without a user
-turn) carries neither and leaves the cell's previous prompt as it was.
+checked on reading. Spans copy the previous prompt in order, never overlapping, so a prompt is
+at most its previous one plus its literal text; a delta of more than ``MAX_DELTA_PIECES``
+pieces, with spans out of order, or that would build more than ``MAX_PROMPT_CHARS``
+characters is refused before anything is built (``memory_lab.text.limits``). A record without
+a prompt (``--no-prompts``, an exchange without a user turn) carries neither and leaves the
+cell's previous prompt as it was.
 
 ``PromptEncoder`` encodes one cell's records as the cell writes them
 (``run/executors/cells.run_cell``, whatever executor runs it); ``PromptDecoder`` restores them
@@ -29,6 +33,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from memory_lab.errors import BadInput
+from memory_lab.text.limits import MAX_DELTA_PIECES, MAX_PROMPT_CHARS
+
 DELTA_FIELD = "prompt_delta"
 PROMPT_KINDS = ("turn", "probe")  # the record types that carry a prompt
 ANCHOR = 64  # characters of a prompt looked up in the previous one to resume copying
@@ -36,6 +43,12 @@ MIN_COPY = 64  # a shorter shared run is written as literal text
 MAX_MISSES = 256  # failed look-ups per prompt, after which the rest is literal
 PIECE_COST = 24  # about the bytes of one [start, end] piece in JSON, to weigh a delta
 Pieces = list[str | list[int]]
+
+
+class DeltaError(BadInput):
+    """A ``prompt_delta`` that does not restore, or would restore a prompt beyond the bounds
+    (``MAX_DELTA_PIECES`` pieces, ``MAX_PROMPT_CHARS`` characters); the message names the
+    field."""
 
 
 def prompt_digest(prompt: str) -> str:
@@ -137,7 +150,8 @@ class PromptDecoder:
 
     def restore(self, record: dict[str, Any]) -> dict[str, Any]:
         """``record`` with its prompt restored (a checked record: ``records.record_problem``).
-        A delta that does not restore is a ValueError saying why, naming the field."""
+        A delta that does not restore is a DeltaError (a ValueError) saying why, naming the
+        field; one that would build more than its bounds is refused before it is built."""
         key = (record["memory"], record["dialogue"])
         if record["type"] == "cell":
             self.previous.pop(key, None)  # the block ends: a later block of it starts afresh
@@ -155,29 +169,61 @@ class PromptDecoder:
     def _joined(record: dict[str, Any], delta: Any, previous: str | None) -> str:
         where = f"a {record['type']} record's field {DELTA_FIELD!r}"
         if record["type"] not in PROMPT_KINDS:
-            raise ValueError(f"{where}: only turn and probe records carry a prompt")
+            raise DeltaError(f"{where}: only turn and probe records carry a prompt")
         pieces = delta.get("pieces") if isinstance(delta, dict) else None
         digest = delta.get("digest") if isinstance(delta, dict) else None
         if not isinstance(pieces, list) or not isinstance(digest, str):
-            raise ValueError(f"{where} must be an object with 'pieces' (a list) and 'digest'")
+            raise DeltaError(f"{where} must be an object with 'pieces' (a list) and 'digest'")
+        if len(pieces) > MAX_DELTA_PIECES:
+            raise DeltaError(
+                f"{where} has {len(pieces):,} pieces; the limit is {MAX_DELTA_PIECES:,} "
+                "(MAX_DELTA_PIECES)"
+            )
         for piece in pieces:
             if not isinstance(piece, str) and not _is_span(piece):
-                raise ValueError(f"{where}: a piece must be text or [start, end], got {piece!r}")
+                raise DeltaError(f"{where}: a piece must be text or [start, end], got {piece!r}")
         if previous is None:
-            raise ValueError(
+            raise DeltaError(
                 f"{where} copies from an earlier prompt of its cell "
                 f"({record['memory']}, {record['dialogue']}), and no earlier record of it has one"
             )
-        prompt = join_pieces(previous, pieces)
-        if any(not isinstance(p, str) and p[1] > len(previous) for p in pieces) or (
-            prompt_digest(prompt) != digest
-        ):
-            raise ValueError(
-                f"{where} does not restore its prompt from the cell's previous prompt "
-                f"(records of the cell ({record['memory']}, {record['dialogue']}) missing, "
-                "reordered or changed)"
+        unrestorable = DeltaError(
+            f"{where} does not restore its prompt from the cell's previous prompt "
+            f"(records of the cell ({record['memory']}, {record['dialogue']}) missing, "
+            "reordered or changed)"
+        )
+        size = _built_size(where, pieces, len(previous), unrestorable)
+        if size > MAX_PROMPT_CHARS:
+            raise DeltaError(
+                f"{where} would build a prompt of {size:,} characters; the limit is "
+                f"{MAX_PROMPT_CHARS:,} (MAX_PROMPT_CHARS)"
             )
+        prompt = join_pieces(previous, pieces)
+        if prompt_digest(prompt) != digest:
+            raise unrestorable
         return prompt
+
+
+def _built_size(where: str, pieces: Pieces, previous: int, unrestorable: Exception) -> int:
+    """The length of the prompt ``pieces`` build, computed without building it. Spans copy the
+    previous prompt (``previous`` characters) in order without overlapping, as the encoder
+    writes them, so a prompt is at most the previous one plus its literal text; a span past
+    its end is ``unrestorable``."""
+    size = copied = 0
+    for n, piece in enumerate(pieces, 1):
+        if isinstance(piece, str):
+            size += len(piece)
+            continue
+        if piece[1] > previous:
+            raise unrestorable
+        if piece[0] < copied:
+            raise DeltaError(
+                f"{where}: piece {n}, {piece}, copies text before the end of the copy before it "
+                f"(at {copied}); a delta copies the previous prompt in order"
+            )
+        size += piece[1] - piece[0]
+        copied = piece[1]
+    return size
 
 
 def _is_span(piece: Any) -> bool:

@@ -33,6 +33,7 @@ from typing import Any, Protocol, TypeVar
 
 from memory_lab.log.faults import fault_point
 from memory_lab.log.records import record_problem
+from memory_lab.text.limits import MAX_RECORDS_BYTES, open_regular
 
 PARTS_DIR = "parts"
 APPEND_CHUNK = 4096  # bytes per write when a part is appended to records.jsonl
@@ -172,9 +173,14 @@ def ended_cells(
 
 def read_part(path: Path, key: CellKey) -> dict[str, Any] | None:
     """The closing record of a complete part of cell ``key`` that ended ok, else None (a part
-    with a line that is no record, ``records.record_problem``, too)."""
+    with a line that is no record, ``records.record_problem``, too; one that is no regular file
+    or is larger than ``MAX_RECORDS_BYTES``, never waited on nor read)."""
     try:
-        records = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+        with open_regular(path, MAX_RECORDS_BYTES, follow=False) as fh:
+            data = fh.read(MAX_RECORDS_BYTES + 1)  # a part that grew since it was looked at
+        if len(data) > MAX_RECORDS_BYTES:
+            return None
+        records = [json.loads(line) for line in data.decode("utf-8").splitlines()]
     except (OSError, UnicodeDecodeError, ValueError):  # ValueError: JSON, an over-long int
         return None
     if any(record_problem(r) for r in records):

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from memory_lab.errors import BadInput
 from memory_lab.log.run_spec import RUN_FILE, RunSpec, read_run_file
 from memory_lab.results.read import RECORDS_FILE, Results
 from memory_lab.results.summary import summarize
+from memory_lab.text.limits import MAX_RUN_FILE_BYTES, not_regular
 
 MAX_DEPTH = 6  # how deep under a given folder results folders are looked for
 SKIPPED = {".git", ".venv", "node_modules", "__pycache__", "charts"}
@@ -59,12 +63,16 @@ class RunEntry:
 
 
 def is_results_folder(path: Path) -> bool:
-    return (path / RECORDS_FILE).is_file() or (path / RUN_FILE).is_file()
+    """A folder with records.jsonl or run.json in it, whatever they are (a run whose files are
+    no regular files is listed, and refused in one line when it is read)."""
+    return any(os.path.lexists(path / name) for name in (RECORDS_FILE, RUN_FILE))
 
 
 def _folders_under(root: Path) -> list[Path]:
-    """Results folders under ``root`` (itself when it is one), not looking inside a results
-    folder, nor deeper than ``MAX_DEPTH``."""
+    """Results folders under ``root`` (itself when it is one), not looking
+    inside a results folder, nor deeper than ``MAX_DEPTH``), but never through a
+    symbolic link below ``root``: a link can lead out of the folders given, or around in a
+    loop (five links to ``.`` would list one run thousands of times)."""
     if is_results_folder(root):
         return [root]
     found: list[Path] = []
@@ -73,15 +81,36 @@ def _folders_under(root: Path) -> list[Path]:
         deeper = []
         for folder in level:
             try:
-                children = sorted(p for p in folder.iterdir() if p.is_dir())
+                with os.scandir(folder) as entries:
+                    children = sorted(
+                        Path(e.path)
+                        for e in entries
+                        if e.is_dir(follow_symlinks=False)
+                        and e.name not in SKIPPED
+                        and not e.name.startswith(".")
+                    )
             except OSError:
                 continue
             for child in children:
-                if child.name in SKIPPED or child.name.startswith("."):
-                    continue
                 (found if is_results_folder(child) else deeper).append(child)
         level = deeper
     return sorted(found)
+
+
+def _run_file_problem(run_file: Path) -> str | None:
+    """Why ``run_file`` cannot be read as a run.json (not a regular file, over its limit), or
+    None (absent included: the run is listed as it is)."""
+    try:
+        info = os.stat(run_file, follow_symlinks=False)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return not_regular(info.st_mode)
+    if info.st_size > MAX_RUN_FILE_BYTES:
+        return (
+            f"is {info.st_size:,} bytes; the limit is {MAX_RUN_FILE_BYTES:,} (MAX_RUN_FILE_BYTES)"
+        )
+    return None
 
 
 def run_names(paths: list[Path]) -> list[str]:
@@ -95,23 +124,36 @@ def run_names(paths: list[Path]) -> list[str]:
 
 
 def find_runs(folders: list[str | Path]) -> list[RunEntry]:
-    """Every results folder under ``folders``, described from its run.json. A folder given that
-    does not exist or holds no results folder is a ValueError naming it."""
+    """Every results folder under ``folders`` (``_folders_under``), each once however many
+    ways lead to it (by its real path), described from its run.json. A folder given that does
+    not exist or holds no results folder is a BadInput naming it."""
     paths: list[Path] = []
+    seen: set[str] = set()
     for given in folders:
         root = Path(given)
         if not root.exists():
-            raise ValueError(f"{given}: no such folder")
+            raise BadInput(f"{given}: no such folder")
         if not root.is_dir():
-            raise ValueError(f"{given}: not a folder")
+            raise BadInput(f"{given}: not a folder")
         under = _folders_under(root)
         if not under:
-            raise ValueError(f"{given}: no results folder (run.json or records.jsonl) under it")
-        paths += [p for p in under if p not in paths]
+            raise BadInput(f"{given}: no results folder (run.json or records.jsonl) under it")
+        for path in under:
+            real = os.path.realpath(path)
+            if real not in seen:
+                seen.add(real)
+                paths.append(path)
     return [describe_run(p, n) for p, n in zip(paths, run_names(paths), strict=True)]
 
 
 def describe_run(path: Path, name: str) -> RunEntry:
+    """A run's line in the viewer's list, from its run.json once that is known to be a regular
+    file in the folder within ``MAX_RUN_FILE_BYTES`` (else listed as unreadable, saying why)."""
+    problem = _run_file_problem(path / RUN_FILE)
+    if problem is not None:
+        entry = RunEntry(str(path), name, path, status="unreadable")
+        entry.error = f"{path / RUN_FILE}: {problem}"
+        return entry
     entry = RunEntry(str(path), name, path)
     run_file = path / RUN_FILE
     if not run_file.is_file():

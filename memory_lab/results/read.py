@@ -3,21 +3,39 @@
 Records are appended and flushed as they happen, so a run that fails keeps everything recorded
 before the failure. ``read_results`` turns a folder into one row per event; the figures made
 from them are in ``summary`` (per memory and category) and ``judge_metrics``.
+
+A folder may come from anyone: its files are read only as regular files in it (a pipe is never
+waited on, a device or a symbolic link never followed) and within the bounds of
+``memory_lab.text.limits`` (``open_in_folder``), each refusal a ResultsError naming the file and
+the limit.
 """
 
 from __future__ import annotations
 
+import errno
+import itertools
 import json
+import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pandas as pd
 
-from memory_lab.log.prompt_store import PromptDecoder, without_prompt
+from memory_lab.errors import BadInput
+from memory_lab.log.prompt_store import DELTA_FIELD, PromptDecoder, without_prompt
 from memory_lab.log.record_log import ended_cells
 from memory_lab.log.records import RECORD_TYPES, record_problem
 from memory_lab.log.run_spec import RUN_FILE, Pricing, RunSpec, read_run_file
+from memory_lab.text.limits import (
+    MAX_RECORD_LINE_BYTES,
+    MAX_RECORDS_BYTES,
+    MAX_RESTORED_CHARS,
+    MAX_RUN_FILE_BYTES,
+    InputError,
+    open_regular,
+)
 
 RECORDS_FILE = "records.jsonl"
 SUMMARY_FILE = "summary.csv"
@@ -72,45 +90,120 @@ def spec_of(folder: Path, run: dict[str, Any]) -> RunSpec | None:
     return RunSpec.read(run, str(folder / RUN_FILE)) if run else None
 
 
-def read_records(path: str | Path, *, prompts: str = "restored") -> list[dict[str, Any]]:
+class ResultsError(BadInput):
+    """A results folder's file that cannot be read: not a regular file in the folder, over its
+    limit, or a line that is no record; the message names the file, the line and the field."""
+
+
+def open_in_folder(file: Path, limit: int, limit_name: str) -> IO[bytes]:
+    """A results folder's file open for reading, when it is a regular file in the folder (no
+    pipe, device or symbolic link: never waited on, never followed out of the folder) of at
+    most ``limit`` bytes (``limit_name`` names it in the refusal); ResultsError naming it
+    otherwise."""
+    try:
+        return open_regular(file, limit, limit_name, follow=False)
+    except InputError as exc:
+        raise ResultsError(f"{file}: {exc}") from None
+
+
+def read_run_json(folder: Path) -> dict[str, Any]:
+    """``run.json`` of a results folder as read (``run_spec.read_run_file``), {} without one;
+    ResultsError when it is not a regular file in the folder or is over ``MAX_RUN_FILE_BYTES``."""
+    run_file = folder / RUN_FILE
+    if not os.path.lexists(run_file):
+        return {}
+    open_in_folder(run_file, MAX_RUN_FILE_BYTES, "MAX_RUN_FILE_BYTES").close()
+    return read_run_file(run_file)
+
+
+def _lines(fh: IO[bytes], file: Path, limit: int) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number, line, whether it ended with a newline) of records.jsonl, read one line at
+    a time: at most ``limit`` bytes in all (the file may grow while it is read) and
+    ``MAX_RECORD_LINE_BYTES`` a line."""
+    total = 0
+    for n in itertools.count(1):
+        line = fh.readline(MAX_RECORD_LINE_BYTES + 1)
+        if not line:
+            return
+        total += len(line)
+        if len(line) > MAX_RECORD_LINE_BYTES:
+            raise ResultsError(
+                f"{file} line {n}: longer than {MAX_RECORD_LINE_BYTES:,} bytes "
+                "(MAX_RECORD_LINE_BYTES)"
+            )
+        if total > limit:
+            raise ResultsError(
+                f"{file}: grew past the limit of {limit:,} bytes while being read "
+                "(MAX_RECORDS_BYTES)"
+            )
+        yield n, line, line.endswith(b"\n")
+
+
+def read_records(
+    path: str | Path, *, prompts: str = "restored", max_bytes: int | None = None
+) -> list[dict[str, Any]]:
     """Every record of a results folder, prompts restored: the one reader of records.jsonl.
 
     A torn last line (a killed run) is skipped. A line that is no record
     (``records.record_problem``), or whose prompt does not restore (``prompt_store``), is a
-    ValueError naming the file, the line and the field. A turn or probe record's ``prompt`` is
-    the prompt its cell computed, whether stored whole (runs from before deltas too) or as a
-    delta (``prompt_store.PromptDecoder``). ``prompts``: ``"restored"``; ``"dropped"``, every
-    prompt None (as with ``--no-prompts``: for readers that show none, which then hold no
-    prompt text); ``"stored"``, the records exactly as written, deltas and all, for copying
-    whole cells (``run --resume``; its deltas checked all the same), never for showing prompts.
+    ResultsError (a ValueError) naming the file, the line and the field. A turn or probe
+    record's ``prompt`` is the prompt its cell computed, whether stored whole (runs from before
+    deltas too) or as a delta (``prompt_store.PromptDecoder``). ``prompts``: ``"restored"``;
+    ``"dropped"``, every prompt None (as with ``--no-prompts``: for readers that show none,
+    which then hold no prompt text); ``"stored"``, the records exactly as written, deltas and
+    all, for copying whole cells (``run --resume``; its deltas checked all the same), never for
+    showing prompts.
+
+    records.jsonl must be a regular file in the folder (``open_in_folder``) of at most
+    ``max_bytes`` (``MAX_RECORDS_BYTES`` unless given), each line at most
+    ``MAX_RECORD_LINE_BYTES``, and the prompts restored at most ``MAX_RESTORED_CHARS``
+    characters together (``memory_lab.text.limits``).
     """
     if prompts not in PROMPT_READINGS:
-        raise ValueError(f"prompts must be one of {', '.join(PROMPT_READINGS)}, got {prompts!r}")
+        raise BadInput(f"prompts must be one of {', '.join(PROMPT_READINGS)}, got {prompts!r}")
     file = Path(path) / RECORDS_FILE
-    if not file.exists():
-        raise FileNotFoundError(f"{path}: no {RECORDS_FILE}; is this a memory-lab results folder?")
+    if not os.path.lexists(file):
+        raise FileNotFoundError(  # naming the folder: a bad input (exit 2), not a bug
+            errno.ENOENT, f"no {RECORDS_FILE}; is this a memory-lab results folder?", str(path)
+        )
+    limit = MAX_RECORDS_BYTES if max_bytes is None else max_bytes
+    with open_in_folder(file, limit, "MAX_RECORDS_BYTES") as fh:
+        return _read_lines(_lines(fh, file, limit), file, prompts)
+
+
+def _read_lines(
+    lines: Iterable[tuple[int, bytes, bool]], file: Path, prompts: str
+) -> list[dict[str, Any]]:
     records = []
     decoder = PromptDecoder()
-    lines = file.read_bytes().split(b"\n")
-    for n, line in enumerate(lines, 1):
+    held = 0  # characters of the prompts restored so far
+    for n, line, ended in lines:
         if not line.strip():
             continue
         try:
             record = json.loads(line.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:  # ValueError: JSON, an over-long int
-            if n == len(lines):  # cut short, maybe inside a character: the kill's last write
+            if not ended:  # cut short, maybe inside a character: the kill's last write
                 break
-            raise ValueError(f"{file} line {n}: not valid JSON: {exc}") from None
+            raise ResultsError(f"{file} line {n}: not valid JSON: {exc}") from None
         problem = record_problem(record)
         if problem:
-            raise ValueError(f"{file} line {n}: {problem}")
+            raise ResultsError(f"{file} line {n}: {problem}")
         if prompts == "dropped":
             record = without_prompt(record)
         else:  # a delta that does not restore is refused even when kept as stored
             try:
                 restored = decoder.restore(record)
             except ValueError as exc:
-                raise ValueError(f"{file} line {n}: {exc}") from None
+                raise ResultsError(f"{file} line {n}: {exc}") from None
+            if prompts == "restored" and DELTA_FIELD in record:
+                held += len(restored["prompt"])
+                if held > MAX_RESTORED_CHARS:
+                    raise ResultsError(
+                        f"{file} line {n}: its prompts restored come to more than "
+                        f"{MAX_RESTORED_CHARS:,} characters (MAX_RESTORED_CHARS); read it "
+                        "without prompts (read_results(folder, prompts=False))"
+                    )
             record = restored if prompts == "restored" else record
         records.append(record)
     return records
@@ -125,8 +218,7 @@ def read_results(path: str | Path, *, prompts: bool = True) -> Results:
     (``read_records``), for figures that need no prompt text (the summary at a run's end).
     """
     folder = Path(path)
-    run_file = folder / RUN_FILE
-    run = read_run_file(run_file) if run_file.exists() else {}
+    run = read_run_json(folder)
     spec = spec_of(folder, run)
     params = _memory_params(spec)
     reading = "restored" if prompts else "dropped"

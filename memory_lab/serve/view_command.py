@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+import threading
+import time
 
 from memory_lab.serve.command import (
     HOST,
@@ -32,15 +35,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from memory_lab.results.compare import find_runs
-
     try:
-        from memory_lab.serve.viewer import ViewSettings, create_view_app
+        from memory_lab.serve.viewer import ViewSettings, create_view_app, find_runs
     except ImportError as exc:
         raise missing_serve_extra("view", exc) from None
     check_port(args.port)
     folders = [str(f) for f in args.folders] or ["results"]
-    runs = find_runs(folders)  # a folder that is missing or holds no run: one line, before binding
+    runs = find_runs(folders)  # a folder missing or holding no run: one line, before binding
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     sock = listening_socket(args.port)
     port = sock.getsockname()[1]
@@ -48,6 +49,26 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"memory-lab view: http://{HOST}:{port}/ ({count} under {', '.join(folders)})", flush=True
     )
-    run_server(create_view_app(ViewSettings(folders)), sock)
+    app = create_view_app(ViewSettings(folders))
+    try:
+        run_server(app, sock)
+    finally:
+        app.state.work.close()
     print("memory-lab view: stopped", file=sys.stderr, flush=True)
+    _exit_when_threads_linger()
     return 0
+
+
+def _exit_when_threads_linger(grace: float = 2.0) -> None:
+    """Once the server has stopped, end the process even if a thread is still reading a run
+    (Python would wait for it at exit): the viewer writes nothing, so there is nothing to
+    finish."""
+    deadline = time.monotonic() + grace
+    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
+    others = [t for t in others if not t.daemon]
+    for thread in others:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    if any(t.is_alive() for t in others):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)

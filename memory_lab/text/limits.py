@@ -1,20 +1,28 @@
-"""Input bounds shared by dialogue files and dataset imports: bytes read, nesting, values.
+"""Input bounds shared by dialogue files, dataset imports and results folders: bytes read,
+nesting, values, what a prompt delta may build.
 
 Every reader checks a file's or zip entry's declared size first and then reads in chunks, so a
 file that grows or a zip whose header lies costs at most the limit plus one chunk. Helpers raise
 ``InputError`` with a message that does not name the file; the caller adds the file and field.
+A results folder's files are opened with ``open_regular`` (no pipe, device or link), as are the
+files a dialogue source reads inside ``regular_files_only()``.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 import zipfile
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import IO, Any
+
+from memory_lab.errors import BadInput
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 40
@@ -23,8 +31,18 @@ _CHUNK = 1024 * 1024
 # what a corrupt, truncated, encrypted or exotic zip raises while it is opened or read
 ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError)
 
+# A results folder's files (``results.read``, ``memory-lab view``): each a regular file in the
+# folder (no pipe, device or symbolic link), within these bounds, checked before reading.
+MAX_RECORDS_BYTES = 4 * 1024**3  # records.jsonl (prompts stored once: ~8 MB per 1M-token cell)
+MAX_RECORD_LINE_BYTES = 256 * 1024**2  # one line of it: room for a whole prompt, escaped
+MAX_RUN_FILE_BYTES = MAX_FILE_BYTES  # run.json (a few KB for a run of the built-in suite)
+# A prompt restored from its delta (``log.prompt_store``): checked before it is built.
+MAX_PROMPT_CHARS = 32 * 1024**2  # ~8M tokens; a 1M-token history is ~3.4M characters
+MAX_DELTA_PIECES = 1_000_000  # the encoder writes a handful (each copy >= 64 characters)
+MAX_RESTORED_CHARS = 4 * 1024**3  # every prompt one read restores, together (~1.4G: 1M tokens)
 
-class InputError(ValueError):
+
+class InputError(BadInput):
     """A file that is too large, unreadable or malformed; the message names no file."""
 
 
@@ -63,16 +81,20 @@ class ReadBudget:
         """InputError when ``path`` alone is larger than the limit (a zip, whose directory is
         read whole before any entry)."""
         try:
-            size = path.stat().st_size
+            info = path.stat()
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror or exc}") from None
+        if _REGULAR_ONLY.get() and not stat.S_ISREG(info.st_mode):
+            raise InputError(not_regular(info.st_mode))
+        size = info.st_size
         if size > self.limit:
             raise InputError(f"is {size:,} bytes; the limit is {self.limit:,}{self.hint}")
 
     def read_file(self, path: Path) -> bytes:
-        """The bytes of ``path``; InputError when too large or unreadable."""
+        """The bytes of ``path``; InputError when too large or unreadable (or not a regular
+        file, inside ``regular_files_only()``)."""
         try:
-            with open(path, "rb") as fh:
+            with open_regular(path) if _REGULAR_ONLY.get() else open(path, "rb") as fh:
                 return self._take(fh, path.stat().st_size, "is")
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror or exc}") from None
@@ -85,6 +107,66 @@ class ReadBudget:
                 return self._take(fh, info.file_size, "decompresses to")
         except ZIP_ERRORS as exc:
             raise InputError(f"not a readable zip entry: {exc}") from None
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a folder"),
+)
+_REGULAR_ONLY: ContextVar[bool] = ContextVar("regular_only", default=False)
+
+
+def not_regular(mode: int) -> str:
+    """Why a file of ``mode`` is not read: what it is instead of a regular file."""
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link; a results folder's files are read only as regular files in it"
+    kind = next((name for test, name in _KINDS if test(mode)), "a special file")
+    return f"is {kind}, not a regular file"
+
+
+def open_regular(
+    path: str | Path, limit: int | None = None, limit_name: str = "", *, follow: bool = True
+) -> IO[bytes]:
+    """``path`` open for reading (binary) when it is a regular file of at most ``limit`` bytes;
+    InputError saying what it is otherwise (a FIFO, a device, a folder; a symbolic link unless
+    ``follow``), naming the limit (``limit_name``). A FIFO is never waited on: the file is
+    checked before it is opened, opened without blocking and checked again once open."""
+    try:
+        mode = os.stat(path, follow_symlinks=follow).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputError(not_regular(mode))
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        fd = os.open(path, flags if follow else flags | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):  # replaced between the two looks
+            raise InputError(not_regular(info.st_mode))
+        if limit is not None and info.st_size > limit:
+            named = f" ({limit_name})" if limit_name else ""
+            raise InputError(f"is {info.st_size:,} bytes; the limit is {limit:,}{named}")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+@contextmanager
+def regular_files_only() -> Iterator[None]:
+    """``ReadBudget`` reads (a dialogue file, a dataset an importer reads) in the block refuse
+    what is not a regular file (``open_regular``) instead of reading a pipe or a device: for
+    sources named by a file someone else wrote, such as a results folder's run.json."""
+    token = _REGULAR_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _REGULAR_ONLY.reset(token)
 
 
 def decode(data: bytes) -> str:

@@ -23,7 +23,7 @@ from memory_lab.views.tables import format_category_table, format_reader_line, f
 
 def finished_run_text(folder: str | Path, summary: pd.DataFrame) -> str:
     """The text for the run in ``folder`` whose summary (``RunOutcome.summary``) is ``summary``."""
-    results = read_results(folder)
+    results = read_results(folder, prompts=False)  # the tables need no prompt text
     spec = results.spec
     dry_run = spec is not None and spec.dry_run
     lines = []
