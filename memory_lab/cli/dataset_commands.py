@@ -10,6 +10,7 @@ from pathlib import Path
 
 from memory_lab.dialogue.importers import FORMATS, importer_options
 from memory_lab.dialogue.sources import validate
+from memory_lab.errors import BadInput
 from memory_lab.log.config import named_values
 
 
@@ -79,7 +80,7 @@ def beam_scores_command(args: argparse.Namespace) -> int:
         grader, template = OfflineBeamGrader(), ""
     else:
         if args.beam_copy is None:
-            raise ValueError(
+            raise BadInput(
                 "--beam-copy DIR: your BEAM copy, whose src/prompts.py holds the judge prompt "
                 "(not bundled: BEAM's repository has no licence)"
             )

@@ -38,7 +38,16 @@ from pathlib import Path
 from typing import Any
 
 from memory_lab.dialogue.importers.beam import ABILITIES, VALUE_NUGGET
-from memory_lab.text.limits import InputError, ReadBudget, decode
+from memory_lab.errors import BadInput
+from memory_lab.scoring.judge import (
+    assigned_value,
+    describe_expression,
+    invoke_judge,
+    last_binding,
+    literal_text,
+    python_source,
+)
+from memory_lab.text.limits import printable
 from memory_lab.text.normalize import contains_answer
 
 PROTOCOLS = ("reference", "corrected")
@@ -47,11 +56,13 @@ PROMPTS_FILE = Path("src") / "prompts.py"
 METRICS_FILE = Path("src") / "evaluation" / "compute_metrics.py"
 _PROMPT_READ_LIMIT = 8 * 1024 * 1024  # prompts.py is about 0.6 MB
 _PLACEHOLDER = re.compile(r"<question>|<rubric_item>|<llm_response>")
+_SNIPPETS = {"first_paragraph": "{first}", "second_paragraph": "{second}"}  # llm_equivalence's
 _MAX_VALUE_WORDS = 6
 
 
-class BeamPromptError(ValueError):
-    """BEAM's prompt texts cannot be read from the copy given: one line naming the file."""
+class BeamPromptError(BadInput):
+    """BEAM's prompt texts cannot be read from the copy given: one line naming the file (and
+    the line and name at fault)."""
 
 
 @dataclass(frozen=True)
@@ -83,64 +94,84 @@ def find_beam_copy(start: Path) -> Path | None:
 
 
 def _source(path: Path) -> ast.Module:
-    try:
-        text = decode(ReadBudget(_PROMPT_READ_LIMIT).read_file(path))
-        return ast.parse(text, filename=str(path))
-    except InputError as exc:
-        raise BeamPromptError(f"{path}: {exc}") from None
-    except (SyntaxError, ValueError) as exc:
-        raise BeamPromptError(f"{path}: not readable Python: {exc}") from None
+    return python_source(
+        path, _PROMPT_READ_LIMIT, "BEAM's prompts.py is about 0.6 MB", BeamPromptError
+    )
 
 
 def _judge_text(path: Path) -> str:
-    for node in _source(path).body:
-        if (
-            isinstance(node, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == JUDGE_PROMPT_NAME for t in node.targets)
-            and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str)
-        ):
-            return node.value.value
-    raise BeamPromptError(f"{path}: no {JUDGE_PROMPT_NAME} string in it")
+    """``unified_llm_judge_base_prompt`` as Python keeps it (its last assignment): plain text."""
+    value = assigned_value(_source(path).body, JUDGE_PROMPT_NAME, path, BeamPromptError)
+    if value is None:
+        raise BeamPromptError(f"{path}: no {JUDGE_PROMPT_NAME} string in it")
+    return literal_text(value, f"{path}: line {value.lineno}: {JUDGE_PROMPT_NAME}", BeamPromptError)
 
 
 def _equivalence_texts(path: Path) -> tuple[str, str]:
-    """The system message and the user template of ``llm_equivalence``."""
-    fn = next(
-        (
-            n
-            for n in ast.walk(_source(path))
-            if isinstance(n, ast.FunctionDef) and n.name == "llm_equivalence"
-        ),
-        None,
-    )
-    found: dict[str, str] = {}
-    for node in ast.walk(fn) if fn else ():
-        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)):
-            continue
-        name = node.targets[0].id if isinstance(node.targets[0], ast.Name) else ""
-        for key, value in zip(node.value.keys, node.value.values, strict=True):
-            if isinstance(key, ast.Constant) and key.value == "content":
-                found[name] = _template(value)
-    if "system_msg" not in found or "user_msg" not in found:
-        raise BeamPromptError(f"{path}: no llm_equivalence system_msg and user_msg in it")
-    return found["system_msg"], found["user_msg"]
+    """The system message and the user template of ``llm_equivalence`` (its last definition):
+    the ``content`` of the dicts last assigned to ``system_msg`` and ``user_msg`` in it."""
+    found = last_binding(_source(path).body, "llm_equivalence")
+    if found is None or not isinstance(found[0], ast.FunctionDef):
+        where = f"{path}: line {found[0].lineno}: " if found else f"{path}: "
+        raise BeamPromptError(f"{where}llm_equivalence: no such function in it")
+    fn = found[0]
+    texts = []
+    for name in ("system_msg", "user_msg"):
+        value = assigned_value(fn.body, name, path, BeamPromptError)
+        if value is None:
+            raise BeamPromptError(f"{path}: line {fn.lineno}: llm_equivalence: no {name} in it")
+        content = _content(path, name, value)
+        texts.append(_template(content, f"{path}: line {content.lineno}: {name}['content']"))
+    return texts[0], texts[1]
 
 
-def _template(node: ast.expr) -> str:
-    """A string literal, or an f-string with its two snippets as ``{first}`` and ``{second}``."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    names = {"first_paragraph": "{first}", "second_paragraph": "{second}"}
+def _content(path: Path, name: str, node: ast.expr) -> ast.expr:
+    """The value of the last ``"content"`` key of the dict literal ``node``."""
+    where = f"{path}: line {node.lineno}: {name}"
+    if not isinstance(node, ast.Dict):
+        raise BeamPromptError(f"{where}: {describe_expression(node)}, not a dict literal")
+    content = None
+    for key, value in zip(node.keys, node.values, strict=True):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            raise BeamPromptError(f"{where}: a key that is not a string literal")
+        if key.value == "content":
+            content = value
+    if content is None:
+        raise BeamPromptError(f"{where}: no 'content' in it")
+    return content
+
+
+def _template(node: ast.expr, where: str) -> str:
+    """A string literal, or an f-string whose placeholders are the two snippets
+    (``{first_paragraph}``, ``{second_paragraph}``, as they are), written ``{first}`` and
+    ``{second}``; BeamPromptError naming ``where`` for anything else."""
+    if not isinstance(node, ast.JoinedStr):
+        return literal_text(node, where, BeamPromptError)
     parts = []
-    for part in node.values if isinstance(node, ast.JoinedStr) else [None]:
+    for part in node.values:
         if isinstance(part, ast.Constant):
             parts.append(str(part.value))
-        elif isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name):
-            parts.append(names.get(part.value.id, ""))
-        else:
-            return ""
+            continue
+        if not isinstance(part, ast.FormattedValue):  # pragma: no cover - JoinedStr holds no other
+            raise BeamPromptError(f"{where}: {describe_expression(node)}, not a template")
+        name = part.value.id if isinstance(part.value, ast.Name) else ""
+        if name not in _SNIPPETS or part.conversion != -1 or part.format_spec is not None:
+            raise BeamPromptError(
+                f"{where}: f-string placeholder {{{_shown(part)}}}: only {{first_paragraph}} "
+                "and {second_paragraph}, as they are, can be filled in"
+            )
+        parts.append(_SNIPPETS[name])
     return "".join(parts)
+
+
+def _shown(part: ast.FormattedValue) -> str:
+    try:
+        text = ast.unparse(part.value)
+    except RecursionError:
+        text = "..."
+    conversion = f"!{chr(part.conversion)}" if part.conversion != -1 else ""
+    spec = ":..." if part.format_spec is not None else ""
+    return printable(text[:60] + conversion + spec)
 
 
 def load_beam_prompts(folder: Path) -> BeamPrompts:
@@ -320,13 +351,13 @@ class LLMBeamGrader:
         self.aligns = True
 
     def grade(self, prompt: str, item: str, reply: str, ability: str) -> tuple[Any, str, str]:
-        raw = _content(self.model.invoke(prompt)).strip()
+        raw = _text(invoke_judge(self.model, prompt)).strip()
         parsed = parse_judge_output(raw)
         return parsed, ("judge" if parsed is not None else "unreadable"), raw
 
     def equivalent(self, first: str, second: str) -> bool:
         messages = self.prompts.equivalence_messages(first, second)
-        return "yes" in _content(self.model.invoke(messages)).lower()
+        return "yes" in _text(invoke_judge(self.model, messages)).lower()
 
 
 def value_of(item: str, ability: str) -> str | None:
@@ -354,7 +385,7 @@ class OfflineBeamGrader:
         raise NotImplementedError
 
 
-def _content(message: Any) -> str:
+def _text(message: Any) -> str:
     content = getattr(message, "content", message)
     if isinstance(content, list):
         return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
@@ -373,7 +404,7 @@ def score_question(
     """One question's BEAM scores: every rubric item judged, their mean over graded items (all
     of them with a judge model), and for event ordering the normalised τ-b of the reply's lines."""
     if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+        raise BadInput(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
     grades = []
     for item in rubric:
         prompt = judge_prompt(template, question, item, reply, protocol) if template else ""
@@ -408,12 +439,12 @@ def ability_means(rows: Sequence[dict[str, Any]]) -> dict[tuple[str, str, str], 
 def score_run(
     results_dir: str | Path, grader: Any, protocols: Sequence[str], template: str = ""
 ) -> list[dict[str, Any]]:
-    """``score_probes`` of a results folder; ValueError when the run has no BEAM probe."""
+    """``score_probes`` of a results folder; BadInput when the run has no BEAM probe."""
     from memory_lab.results.read import read_results
 
     rows = score_probes(read_results(results_dir).probes, grader, protocols, template)
     if not rows:
-        raise ValueError(f"{results_dir}: no BEAM probes in this run")
+        raise BadInput(f"{results_dir}: no BEAM probes in this run")
     return rows
 
 

@@ -2,7 +2,9 @@
 reference's ``evaluation_framework/task_eval/llm_as_judge.py`` does them.
 
 The prompt is not bundled: Locomo-Plus ships without a licence, so it is read from the user's
-checkout (``evaluation_framework/task_eval/prompt.py``, parsed, never run): the ``Cognitive``
+checkout (``evaluation_framework/task_eval/prompt.py``, parsed, never run; the last assignment
+of each name, as Python keeps it, a plain string literal with format widths of at most
+``MAX_FORMAT_WIDTH``, else one line naming the file, line and name): the ``Cognitive``
 entry of ``PROMPT_TEMPLATES`` filled with the reply (``{pred}``) and the cue (``{evidence}``, the
 probe metadata's ``judge_evidence``; no ``{gold}``: there is no reference answer), then
 prefixed with ``CONV_START_PROMPT`` for speakers A and B, as the reference's ``call_llm`` sends
@@ -26,19 +28,29 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from memory_lab.text.limits import InputError, ReadBudget
+from memory_lab.errors import BadInput
+from memory_lab.scoring.judge import (
+    assigned_value,
+    describe_expression,
+    format_fields,
+    invoke_judge,
+    literal_text,
+    python_source,
+)
+from memory_lab.text.limits import printable
 
 PROMPT_FILE = "evaluation_framework/task_eval/prompt.py"  # in a Locomo-Plus checkout
 MAX_PROMPT_FILE_BYTES = 256 * 1024
 CATEGORY = "Cognitive"  # the reference's name for the category
 LABEL_TO_SCORE = {"correct": 1.0, "partial": 0.5, "wrong": 0.0}
+_KNOWN = "{pred}, {evidence} and {gold}"  # the template's placeholders, as the reference fills
 JUDGE_MAX_TOKENS = 512  # the reference judge's --max-tokens default (temperature 0)
 _JSON_LABEL = re.compile(
     r'\{[^{}]*"label"\s*:\s*["\']([^"\']+)["\'][^{}]*"reason"\s*:\s*["\']([^"\']*)["\']', re.DOTALL
 )
 
 
-class CognitiveJudgeError(ValueError):
+class CognitiveJudgeError(BadInput):
     """The Cognitive judge's prompt cannot be read: one line naming the file and the field."""
 
 
@@ -58,50 +70,67 @@ class CognitivePrompt:
         return prefix + text.strip() if text.strip() else prefix.strip()
 
 
-def _assigned(tree: ast.Module, name: str, where: str) -> Any:
-    for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id == name
-        ):
-            try:
-                return ast.literal_eval(node.value)
-            except ValueError:
-                raise CognitiveJudgeError(f"{where}: {name}: not a literal") from None
-    raise CognitiveJudgeError(f"{where}: {name}: not assigned")
+def _value(tree: ast.Module, name: str, where: str) -> ast.expr:
+    """The expression last assigned to ``name`` (the value Python keeps)."""
+    value = assigned_value(tree.body, name, where, CognitiveJudgeError)
+    if value is None:
+        raise CognitiveJudgeError(f"{where}: {name}: not assigned")
+    return value
+
+
+def _cognitive_template(tree: ast.Module, where: str) -> tuple[str, str]:
+    """``PROMPT_TEMPLATES['Cognitive']`` (the dict literal's last such key), and where it is."""
+    node = _value(tree, "PROMPT_TEMPLATES", where)
+    field = f"PROMPT_TEMPLATES[{CATEGORY!r}]"
+    if not isinstance(node, ast.Dict):
+        raise CognitiveJudgeError(
+            f"{where}: line {node.lineno}: PROMPT_TEMPLATES: {describe_expression(node)}, "
+            "not a dict literal"
+        )
+    found = None
+    for key, value in zip(node.keys, node.values, strict=True):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            line = (key or value).lineno
+            raise CognitiveJudgeError(
+                f"{where}: line {line}: PROMPT_TEMPLATES: a key that is not a string literal"
+            )
+        if key.value == CATEGORY:
+            found = value
+    if found is None:
+        raise CognitiveJudgeError(f"{where}: line {node.lineno}: {field}: missing or not text")
+    at = f"{where}: line {found.lineno}: {field}"
+    return literal_text(found, at, CognitiveJudgeError), at
 
 
 def load_cognitive_prompt(path: str | Path) -> CognitivePrompt:
     """The Cognitive prompt of a Locomo-Plus checkout (or of its ``prompt.py``), read within
-    256 KiB and parsed without running it; CognitiveJudgeError naming the file and field."""
+    256 KiB and parsed without running it: the values Python would keep (the last assignments),
+    plain string literals with bounded format widths; CognitiveJudgeError naming the file, line
+    and field."""
     path = Path(path)
     file = path / PROMPT_FILE if path.is_dir() else path
     where = str(file)
     if not file.is_file():
         raise CognitiveJudgeError(f"{where}: no such file (give the Locomo-Plus checkout)")
-    try:
-        data = ReadBudget(MAX_PROMPT_FILE_BYTES, "prompt.py is a few KiB").read_file(file)
-        tree = ast.parse(data.decode("utf-8"), filename=where)
-    except InputError as exc:
-        raise CognitiveJudgeError(f"{where}: {exc}") from None
-    except (UnicodeDecodeError, SyntaxError, ValueError) as exc:
-        raise CognitiveJudgeError(f"{where}: not Python source: {exc}") from None
-    templates = _assigned(tree, "PROMPT_TEMPLATES", where)
-    conv_start = _assigned(tree, "CONV_START_PROMPT", where)
-    if not isinstance(templates, dict) or not isinstance(templates.get(CATEGORY), str):
-        raise CognitiveJudgeError(f"{where}: PROMPT_TEMPLATES[{CATEGORY!r}]: missing or not text")
-    if not isinstance(conv_start, str):
-        raise CognitiveJudgeError(f"{where}: CONV_START_PROMPT: not text")
-    prompt = CognitivePrompt(where, templates[CATEGORY], conv_start)
-    try:
-        prompt.format("evidence", "reply")
-    except (KeyError, IndexError, ValueError) as exc:
-        raise CognitiveJudgeError(
-            f"{where}: PROMPT_TEMPLATES[{CATEGORY!r}]: unusable placeholder {exc}"
-        ) from None
-    return prompt
+    tree = python_source(file, MAX_PROMPT_FILE_BYTES, "prompt.py is a few KiB", CognitiveJudgeError)
+    template, template_at = _cognitive_template(tree, where)
+    conv_node = _value(tree, "CONV_START_PROMPT", where)
+    conv_at = f"{where}: line {conv_node.lineno}: CONV_START_PROMPT"
+    conv_start = literal_text(conv_node, conv_at, CognitiveJudgeError)
+    format_fields(template, template_at, CognitiveJudgeError)
+    format_fields(conv_start, conv_at, CognitiveJudgeError)
+    trials = (
+        (conv_at, lambda: conv_start.format("A", "B"), "two {}"),
+        (template_at, lambda: template.format(gold="", pred="r", evidence="e"), _KNOWN),
+    )
+    for at, trial, known in trials:
+        try:
+            trial()
+        except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
+            raise CognitiveJudgeError(
+                f"{at}: unusable placeholder {printable(exc)} (it takes {known})"
+            ) from None
+    return CognitivePrompt(where, template, conv_start)
 
 
 def parse_judge_response(raw: str) -> tuple[str, str]:
@@ -141,7 +170,7 @@ def judge_cognitive(
 ) -> CognitiveVerdict:
     """Ask ``model`` whether ``reply`` is linked to the cue ``evidence``; an empty answer reads
     as ``(empty)``, as the reference's client returns it."""
-    message = model.invoke(prompt.format(evidence, reply))
+    message = invoke_judge(model, prompt.format(evidence, reply))
     content = message.content
     if not isinstance(content, str):
         content = "".join(p if isinstance(p, str) else str(p.get("text", "")) for p in content)

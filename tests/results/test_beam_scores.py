@@ -262,7 +262,7 @@ def test_prompts_are_read_from_the_users_copy_or_refused_in_one_line(tmp_path):
     with pytest.raises(BeamPromptError, match="prompts.py: no unified_llm_judge_base_prompt"):
         load_beam_prompts(root)
     (root / "src" / "prompts.py").write_text("def broken(:\n")
-    with pytest.raises(BeamPromptError, match="prompts.py: not readable Python"):
+    with pytest.raises(BeamPromptError, match="prompts.py: line 1: not readable Python"):
         load_beam_prompts(root)
 
 

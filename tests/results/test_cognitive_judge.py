@@ -43,7 +43,7 @@ def test_a_missing_or_unusable_prompt_is_one_line_naming_file_and_field(tmp_path
     with pytest.raises(CognitiveJudgeError, match="unusable placeholder"):
         load_cognitive_prompt(root)
     file.write_text("PROMPT_TEMPLATES = {")
-    with pytest.raises(CognitiveJudgeError, match="not Python source"):
+    with pytest.raises(CognitiveJudgeError, match="prompt.py: line 1: not readable Python"):
         load_cognitive_prompt(root)
     for error in (info.value,):
         assert "\n" not in str(error)

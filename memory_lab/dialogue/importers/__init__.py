@@ -32,7 +32,8 @@ from memory_lab.dialogue.importers.common import (  # noqa: F401 - the importers
     scalar,
     slug,
 )
-from memory_lab.text.limits import MAX_FILE_BYTES, ReadBudget
+from memory_lab.errors import BadInput
+from memory_lab.text.limits import MAX_FILE_BYTES, ReadBudget, regular_files_only
 
 
 def _importers() -> dict[str, Callable[..., ImportResult]]:
@@ -111,7 +112,7 @@ def import_source(
     ``options`` are the importer's keyword options plus ``max_mib`` (the read limit, in MiB).
     """
     if fmt not in FORMATS:
-        raise ValueError(f"unknown dataset format {fmt!r} (known: {', '.join(FORMATS)})")
+        raise BadInput(f"unknown dataset format {fmt!r} (known: {', '.join(FORMATS)})")
     path = Path(path)
     options = dict(options or {})
     budget = _budget(str(path), options.pop("max_mib", None))
@@ -126,4 +127,5 @@ def import_source(
     if not path.exists():
         where = DATASET_ORIGINS.get(fmt, "see docs/importers.md")
         raise import_error(str(path), None, "source", f"no such file or folder ({where})")
-    return importer(path, budget=budget, **options)
+    with regular_files_only():  # a FIFO or a device is refused, never waited on or read
+        return importer(path, budget=budget, **options)

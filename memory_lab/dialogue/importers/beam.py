@@ -39,7 +39,7 @@ from memory_lab.dialogue.importers.common import (
     scalar,
     slug,
 )
-from memory_lab.text.limits import ReadBudget
+from memory_lab.text.limits import ReadBudget, bounds_problem
 from memory_lab.text.normalize import contains_answer, find_any
 
 SCALES = ("100K", "500K", "1M", "10M")
@@ -235,6 +235,7 @@ def _messages(name: str, batch: Any, b_index: int) -> list[tuple[str, Any, Any]]
     where = f"[{b_index}]"
     if not isinstance(batch, dict) or not isinstance(batch.get("turns"), list):
         raise import_error(name, None, f"{where}.turns", "a batch needs a list of turns")
+    _check_values(name, where, {k: v for k, v in batch.items() if k != "turns"})
     out = []
     for t_index, turn in enumerate(batch["turns"]):
         if not isinstance(turn, list):
@@ -245,8 +246,17 @@ def _messages(name: str, batch: Any, b_index: int) -> list[tuple[str, Any, Any]]
             field_ = f"{where}.turns[{t_index}][{m_index}]"
             if not isinstance(message, dict):
                 raise import_error(name, None, field_, "must be an object")
+            _check_values(name, field_, message)
             out.append((field_, message, batch))
     return out
+
+
+def _check_values(name: str, where: str, value: dict[str, Any]) -> None:
+    """DialogueError naming the file and field when a message or batch holds what a dialogue
+    may not (a lone surrogate, a non-finite number, nesting too deep)."""
+    problem = bounds_problem(value)
+    if problem:
+        raise import_error(name, None, where, problem)
 
 
 def _plan_sessions(

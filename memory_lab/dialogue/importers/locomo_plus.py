@@ -104,6 +104,8 @@ class Host:
     speaker_b: str
     sessions: list[dict[str, Any]]
     times: list[datetime]
+    source: str = ""  # the LoCoMo file it is read from
+    date_fields: list[str] = field(default_factory=list)  # each session's date field in it
 
 
 @dataclass
@@ -168,9 +170,10 @@ def _hosts(path: Path, budget: ReadBudget, report: LocomoPlusReport) -> list[Hos
         sample_id = str(record.get("sample_id") or f"conv-{i}")
         conv = conversation(name, sample_id, record)
         sessions = sample_sessions(name, sample_id, conv, report)  # type: ignore[arg-type]
-        times = []
+        times, keys = [], []
         for session in sessions:
             key = f"conversation.{session['id'].replace('-', '_')}_date_time"
+            keys.append(key)
             try:
                 times.append(datetime.strptime(str(session.get("date", "")), LOCOMO_TIME))
             except ValueError:
@@ -182,7 +185,9 @@ def _hosts(path: Path, budget: ReadBudget, report: LocomoPlusReport) -> list[Hos
                 ) from None
         if not sessions:
             raise import_error(name, sample_id, "conversation", "has no sessions to host a cue")
-        hosts.append(Host(sample_id, conv["speaker_a"], conv["speaker_b"], sessions, times))
+        hosts.append(
+            Host(sample_id, conv["speaker_a"], conv["speaker_b"], sessions, times, name, keys)
+        )
     return hosts
 
 
@@ -203,19 +208,49 @@ def _turns(
     return turns
 
 
+def _dates(plus_name: str, where: str, gap: str, host: Host) -> tuple[int, datetime, datetime]:
+    """(gap days, trigger time, cue time) of a sample in ``host``; DialogueError naming the
+    field when a date falls outside the calendar (years 1 to 9999): a gap of 3000 years, or a
+    host session in year 9999."""
+    try:
+        days = gap_days(gap)
+        back = timedelta(days=days)
+    except (OverflowError, ValueError):  # more days than timedelta holds, digits than int reads
+        raise import_error(
+            plus_name, where, "time_gap", f"{gap[:60]!r}: a longer gap than a calendar holds"
+        ) from None
+    try:
+        query_time = host.times[-1] + timedelta(days=QUERY_DAYS)
+    except OverflowError:
+        raise import_error(
+            host.source,
+            host.sample_id,
+            host.date_fields[-1],
+            f"{host.sessions[-1].get('date')!r}: the trigger a week later falls after year 9999",
+        ) from None
+    try:
+        return days, query_time, query_time - back
+    except OverflowError:
+        raise import_error(
+            plus_name,
+            where,
+            "time_gap",
+            f"{gap[:60]!r}: {days:,} days before {locomo_date(query_time)} falls before year 1",
+        ) from None
+
+
 def _stitch(
-    index: int, item: dict[str, Any], host: Host, report: LocomoPlusReport
+    index: int, item: dict[str, Any], host: Host, report: LocomoPlusReport, plus_name: str = ""
 ) -> dict[str, Any] | None:
-    """Sample ``index`` stitched into ``host``; None (reported) when its cue or trigger is empty."""
+    """Sample ``index`` of ``plus_name`` stitched into ``host``; None (reported) when its cue or
+    trigger is empty."""
     where = f"sample {index}"
     cue = _turns(host, item["cue_dialogue"], "cue", f"{where} cue_dialogue", report)
     trigger = _turns(host, item["trigger_query"], "trigger", f"{where} trigger_query", report)
     if not cue or not trigger:
         report.skip(where, f"no A:/B: turn in its {'cue_dialogue' if not cue else 'trigger_query'}")
         return None
-    days = gap_days(item["time_gap"])
-    query_time = host.times[-1] + timedelta(days=QUERY_DAYS)
-    cue_time = query_time - timedelta(days=days)
+    days, query_time, cue_time = _dates(plus_name, where, item["time_gap"], host)
     cue_session = {"id": "cue", "date": locomo_date(cue_time), "turns": cue}
     events = [*zip(host.times, host.sessions, strict=True), (cue_time, cue_session)]
     # a stable sort: a cue dated like a host session comes after it
@@ -284,7 +319,7 @@ def import_locomo_plus(
     documents = []
     for i, item in enumerate(items[:count]):
         chosen = rng.choice(hosts) if host == "random" else hosts[i % len(hosts)]
-        doc = _stitch(i, item, chosen, report)
+        doc = _stitch(i, item, chosen, report, str(plus_file))
         if doc is not None:
             documents.append(doc)
     return ImportResult(documents, report)

@@ -136,26 +136,34 @@ def test_a_file_over_64_mib_is_refused_unless_max_mib_allows_it(tmp_path, capsys
         load_dialogues(f"longmemeval:{big}#max_mib=66")
 
 
-def test_a_file_larger_than_it_says_stops_being_read_at_the_limit(tmp_path):
-    """A pipe says it holds 0 bytes; reading stops one chunk past the limit all the same."""
+def test_a_pipe_is_refused_without_reading_it_even_with_a_writer(tmp_path):
+    """A FIFO is not a dataset file: refused before it is read (one line naming it), so the
+    writer offering 64 MiB never gets a reader. (With no writer at all it would be refused
+    without waiting: tests/dialogue/importers/test_import_hazards.py.)"""
     fifo = tmp_path / "pipe.json"
     os.mkfifo(fifo)
     written = []
 
     def feed():
-        with open(fifo, "wb") as fh:
-            try:
-                for _ in range(64):  # 64 MiB offered, 1 MiB allowed
-                    fh.write(b" " * (1024 * 1024))
-                    written.append(1)
-            except BrokenPipeError:
-                pass
+        try:  # blocks until a reader opens the FIFO: the refusal opens it without reading
+            fd = os.open(fifo, os.O_WRONLY)
+        except OSError:
+            return
+        try:
+            for _ in range(64):
+                os.write(fd, b" " * (1024 * 1024))
+                written.append(1)
+        except BrokenPipeError:
+            pass
+        finally:
+            os.close(fd)
 
-    writer = threading.Thread(target=feed)
+    writer = threading.Thread(target=feed, daemon=True)
     writer.start()
-    try:
-        with pytest.raises(DialogueError, match=r"pipe.json: .*is more than 1,048,576 bytes"):
-            load_dialogues(f"longmemeval:{fifo}#max_mib=1")
-    finally:
-        writer.join(timeout=10)
-    assert len(written) < 8  # the reader stopped; the writer's pipe broke
+    with pytest.raises(DialogueError, match=r"pipe.json: .*a FIFO \(named pipe\), not a regular"):
+        load_dialogues(f"longmemeval:{fifo}#max_mib=1")
+    writer.join(timeout=5)
+    if writer.is_alive():  # no reader ever came: unblock its open() and let it finish
+        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+        writer.join(timeout=5)
+    assert len(written) <= 1  # at most the write a pipe buffers before the reader closed
