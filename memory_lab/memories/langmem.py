@@ -121,8 +121,14 @@ class LangMemMemory:
         self._closed = False
 
     def _next_id(self) -> uuid.UUID:
-        self._ids += 1
-        return uuid.uuid5(uuid.NAMESPACE_URL, f"memory-lab/langmem/{self._ids}")
+        """The cell's next id, skipping ids its Store already holds: a Store kept on a server
+        outlives the process (``serve``), whose counter starts again at 1, and LangMem would
+        otherwise overwrite the memory saved under the first id with the new one."""
+        while True:
+            self._ids += 1
+            key = uuid.uuid5(uuid.NAMESPACE_URL, f"memory-lab/langmem/{self._ids}")
+            if self.store.get(self.namespace, str(key)) is None:
+                return key
 
     def observe(self, exchange: Exchange) -> None:
         user = exchange.dated_user() if self.timestamps else exchange.user
@@ -226,6 +232,7 @@ def preflight_langmem(params: dict[str, Any], resource: Any) -> None:
     },
     roles=("memory",),
     preflight=preflight_langmem,
+    persistent={"store": ("postgres",)},
 )
 def langmem(
     res: MemoryResources,

@@ -187,6 +187,7 @@ def preflight_store(params: dict[str, Any], resource: Any) -> None:
     },
     roles=("memory",),
     preflight=preflight_store,
+    persistent={"backend": ("postgres",)},
 )
 def store(
     res: MemoryResources,

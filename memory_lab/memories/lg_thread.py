@@ -373,6 +373,7 @@ THREAD_PARAMS = {
     THREAD_PARAMS,
     roles=("memory",),
     preflight=preflight_thread,
+    persistent={"saver": ("postgres",)},
 )
 def thread(
     res: MemoryResources,

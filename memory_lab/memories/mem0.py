@@ -151,8 +151,14 @@ class Mem0Memory:
         self._ids = 0
 
     def _next_id(self) -> uuid.UUID:
-        self._ids += 1
-        return uuid.uuid5(uuid.NAMESPACE_URL, f"memory-lab/mem0/{self._ids}")
+        """The cell's next id, skipping ids already stored: a vector store kept on a server
+        outlives the process (``serve``), whose counter starts again at 1, and mem0's insert
+        of an id it holds would fail."""
+        while True:
+            self._ids += 1
+            key = uuid.uuid5(uuid.NAMESPACE_URL, f"memory-lab/mem0/{self._ids}")
+            if self.memory.get(str(key)) is None:
+                return key
 
     def observe(self, exchange: Exchange) -> None:
         messages = [{"role": "user", "content": exchange.user}] if exchange.user else []
@@ -280,6 +286,7 @@ def vector_store_config(res: MemoryResources, store: str) -> dict[str, Any]:
     roles=("memory",),
     preflight=preflight_mem0,
     stack=CHROMA_STACK,
+    persistent={"store": ("postgres",)},
 )
 def mem0(
     res: MemoryResources, k: int = 4, store: Backend = "memory", keep: bool = False

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from importlib import metadata
 from typing import Any, Literal
 
+from memory_lab.errors import BadInput, ConfigError, MemoryLabError
 from memory_lab.memories.protocol import Memory, as_memory, lookup_resource
 
 BUILTIN_PACKAGE = "memory_lab.memories"  # memories defined in it are recorded without a source
@@ -37,7 +38,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _SOURCE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
-class MemorySpecError(ValueError):
+class MemorySpecError(BadInput):
     """An unknown memory, unknown parameter or bad value in a memory spec."""
 
 
@@ -166,9 +167,16 @@ class MemoryFactory:
     # modules its cells import on first use (a vector store, its HTTP stack): imported in the
     # main thread before cells run in threads, so no thread sees another's half-imported module
     stack: tuple[str, ...] = ()
+    # (parameter, values) pairs: with any of these parameters at one of its values the memory
+    # keeps its state on a server (the ``postgres`` resource), where it outlives the process
+    persistent: tuple[tuple[str, tuple[Any, ...]], ...] = ()
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
+
+    def keeps_state(self, params: dict[str, Any]) -> bool:
+        """Whether a memory with these parameters keeps its state on a server (``persistent``)."""
+        return any(params.get(name) in values for name, values in self.persistent)
 
     def roles_for(self, params: dict[str, Any]) -> tuple[str, ...]:
         """The model roles a memory with these parameters uses (its parts' roles too)."""
@@ -227,6 +235,28 @@ def _valid_type(kind: Any) -> bool:
 
 
 Preflight = Callable[[dict[str, Any], Callable[[str], str]], None]
+Persistent = dict[str, tuple[Any, ...] | list[Any]]
+
+
+def _persistent(
+    name: str, params: tuple[Param, ...], persistent: Persistent | None
+) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """``persistent`` checked against the parameters: each names one, with values it takes."""
+    by_name = {p.name: p for p in params}
+    out = []
+    for key, values in (persistent or {}).items():
+        if key not in by_name:
+            raise TypeError(f"memory {name!r}: persistent names no parameter {key!r}")
+        if isinstance(values, (str, bytes)) or not isinstance(values, (tuple, list)) or not values:
+            raise TypeError(
+                f"memory {name!r}: persistent[{key!r}] must be a tuple of the parameter's "
+                f"values, got {values!r}"
+            )
+        try:
+            out.append((key, tuple(by_name[key]._convert(v, name) for v in values)))
+        except MemorySpecError as exc:
+            raise TypeError(f"{exc} (in persistent)") from None
+    return tuple(out)
 
 
 def _declare(
@@ -239,11 +269,12 @@ def _declare(
     roles_of: Callable[[dict[str, Any]], tuple[str, ...]] | None = None,
     preflight: Preflight | None = None,
     stack: tuple[str, ...] = (),
+    persistent: Persistent | None = None,
 ) -> MemoryFactory:
     """The ``MemoryFactory`` of ``build(res, **params)``, its parameters read from the signature
     (``register_memory`` documents the arguments)."""
     if not _NAME.match(name):
-        raise ValueError(f"memory name {name!r} must be snake_case")
+        raise BadInput(f"memory name {name!r} must be snake_case")
     docs = {k: ParamDoc(v) if isinstance(v, str) else v for k, v in (params or {}).items()}
     out = []
     for p in list(inspect.signature(build).parameters.values())[1:]:
@@ -269,6 +300,7 @@ def _declare(
         roles_of=roles_of,
         preflight=preflight,
         stack=tuple(stack),
+        persistent=_persistent(name, tuple(out), persistent),
     )
 
 
@@ -327,6 +359,7 @@ def register_memory(
     preflight: Preflight | None = None,
     roles_of: Callable[[dict[str, Any]], tuple[str, ...]] | None = None,
     stack: tuple[str, ...] = (),
+    persistent: Persistent | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register ``factory(res, **params)`` under ``name`` (replacing one of that name).
 
@@ -338,7 +371,11 @@ def register_memory(
     before a run starts and raises ``ValueError`` (one line) when the memory could not be built:
     parameters that contradict each other, a server that is missing or unreachable. ``stack``
     names modules the memory imports on first use (e.g. ``chroma.STACK``); ``prepare_memories``
-    imports them in the main thread before cells run in threads.
+    imports them in the main thread before cells run in threads. ``persistent`` declares where
+    the memory keeps its state: ``{parameter: (values, ...)}``, e.g. ``{"saver": ("postgres",)}``,
+    names the parameter values with which it keeps it on a server (the ``postgres`` resource),
+    so ``memory-lab serve`` gives each user a fixed cell id there and finds their memory again
+    after a restart (``MemoryFactory.keeps_state``); a memory declaring none lives in the process.
 
     Defined in an importable module, the memory can also be named as ``module:factory`` in a
     spec, which makes it available in ``--jobs`` and Ray workers and on ``--resume``.
@@ -346,7 +383,16 @@ def register_memory(
 
     def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
         factory = _declare(
-            name, fn, description, params, roles, _source_of(fn), roles_of, preflight, stack
+            name,
+            fn,
+            description,
+            params,
+            roles,
+            _source_of(fn),
+            roles_of,
+            preflight,
+            stack,
+            persistent,
         )
         # a built-in registers as its module is imported; another memory after the built-ins,
         # so it may replace one of them
@@ -496,13 +542,21 @@ def _resolved(spec: MemorySpec, factory: MemoryFactory) -> MemorySpec:
 
 
 def preflight_memories(specs: list[MemorySpec], resources: dict[str, str] | None = None) -> None:
-    """Every memory's ``preflight``, before a run: one ``ValueError`` naming the first problem."""
+    """Every memory's ``preflight``, before a run: one error naming the first problem. A
+    preflight's plain ``ValueError`` (a memory of the user's need not know ``errors.py``) is
+    bad input, a ``ConfigError``."""
     for spec in specs:
         factory = spec.factory
-        if factory.preflight is not None:
+        if factory.preflight is None:
+            continue
+        try:
             factory.preflight(
                 dict(spec.params), lambda name, s=spec: lookup_resource(resources, name, s.label)
             )
+        except ValueError as exc:
+            if isinstance(exc, MemoryLabError):
+                raise
+            raise ConfigError(str(exc)) from exc
 
 
 def prepare_memories(specs: list[MemorySpec]) -> None:

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict
 from memory_lab.memories.lg_backends import PoolBusy, lend_pool, open_pool
 from memory_lab.memories.registry import MemorySpec
 from memory_lab.run.context import RunModels
-from memory_lab.serve.chat import Chats, on_postgres, served_spec
+from memory_lab.serve.chat import Chats, keeps_state, served_spec
 from memory_lab.serve.guard import (
     Limits,
     RateLimiter,
@@ -68,14 +68,14 @@ class ChatRequest(BaseModel):
 
 
 def postgres_urls(specs: list[MemorySpec], resources: dict[str, str]) -> list[str]:
-    """The PostgreSQL URLs whose threads the served memories checkpoint."""
+    """The PostgreSQL URLs where the served memories keep their state (``keeps_state``)."""
     from memory_lab.memories.lg_backends import POSTGRES_RESOURCE
     from memory_lab.memories.protocol import lookup_resource
 
     urls = [
         lookup_resource(resources, POSTGRES_RESOURCE, spec.label)
         for spec in specs
-        if on_postgres(spec)
+        if keeps_state(spec)
     ]
     return list(dict.fromkeys(urls))
 

@@ -3,10 +3,12 @@
 Each message is one exchange of a single session (``chat``), replayed through ``Cell`` in
 ``live`` mode: the memory gives its context, the answering model replies through the shared
 prompt, and the exchange (with that reply) is saved, all metered as in a benchmark run. A
-user's ``thread`` and ``store`` memories on PostgreSQL are named after the memory and the user
+memory that keeps its state on a server (as its registration declares, ``persistent``: e.g.
+``thread:saver=postgres``, ``store:backend=postgres``, ``langmem:store=postgres``,
+``mem0:store=postgres``) is named after the memory and the user
 (``serve-<memory>-<hash>--<user>``, see ``cell_id``) and kept there when the app stops
-(``keep=true`` unless the spec says otherwise), so on PostgreSQL a restarted server finds them
-again; ``forget`` deletes them there.
+(``keep=true`` unless the spec says otherwise), so a restarted server finds it again; ``forget``
+deletes it there.
 """
 
 from __future__ import annotations
@@ -37,23 +39,24 @@ SESSION = "chat"
 LOCK_STRIPES = 64
 
 
-def on_postgres(spec: MemorySpec) -> bool:
-    """Whether the memory keeps its state on PostgreSQL (``thread`` or ``store`` there)."""
-    return (spec.name == "thread" and spec.params.get("saver") == "postgres") or (
-        spec.name == "store" and spec.params.get("backend") == "postgres"
-    )
+def keeps_state(spec: MemorySpec) -> bool:
+    """Whether the memory keeps its state on a server, as its registration declares
+    (``register_memory(..., persistent=...)``), where it outlives this process."""
+    return spec.factory.keeps_state(spec.params)
 
 
 def served_spec(spec: MemorySpec) -> MemorySpec:
-    """The spec as served: on PostgreSQL ``keep=true`` unless the spec gives ``keep``."""
+    """The spec as served: kept on its server ``keep=true`` unless the spec gives ``keep``."""
     given = {part.partition("=")[0] for part in spec.label.partition(":")[2].split(",")}
-    if on_postgres(spec) and "keep" not in given:
+    has_keep = any(p.name == "keep" for p in spec.factory.params)
+    if keeps_state(spec) and has_keep and "keep" not in given:
         return dataclasses.replace(spec, params={**spec.params, "keep": True})
     return spec
 
 
 def cell_id(spec: MemorySpec, user_id: str) -> str:
-    """The user's cell id: fixed for memories on PostgreSQL, fresh for the others.
+    """The user's cell id: fixed for memories that keep their state on a server, fresh for the
+    others.
 
     ``serve-<label>-<hash>--<user>``: the label made safe (single dashes, none at either end) and
     8 hex digits of its SHA-256 (two labels made alike still differ), then ``--``, which the
@@ -63,7 +66,7 @@ def cell_id(spec: MemorySpec, user_id: str) -> str:
     safe = re.sub(r"[^A-Za-z0-9]+", "-", spec.label).strip("-")
     digest = hashlib.sha256(spec.label.encode("utf-8")).hexdigest()[:8]
     base = f"serve-{safe}-{digest}--{user_id}"
-    return base if on_postgres(spec) else f"{base}-{uuid.uuid4().hex[:12]}"
+    return base if keeps_state(spec) else f"{base}-{uuid.uuid4().hex[:12]}"
 
 
 def _plain(value: Any) -> Any:
@@ -72,7 +75,9 @@ def _plain(value: Any) -> Any:
 
 
 def _persisted(memory: Any) -> tuple[Any, list[str], list[tuple[str, ...]]] | None:
-    """(persistence, thread ids, Store namespaces) of a memory that keeps state on a server."""
+    """(persistence, thread ids, Store namespaces) of a memory whose state a ``Persistence``
+    keeps (``thread``, ``store``, ``langmem``)."""
+    from memory_lab.memories.langmem import LangMemMemory
     from memory_lab.memories.lg_store import StoreMemory
     from memory_lab.memories.lg_thread import ThreadMemory
 
@@ -80,7 +85,23 @@ def _persisted(memory: Any) -> tuple[Any, list[str], list[tuple[str, ...]]] | No
         return memory.persistence, [memory.thread.thread_id(SESSION)], [(memory.user_id,)]
     if isinstance(memory, ThreadMemory):
         return memory.persistence, [memory.thread_id(SESSION)], []
+    if isinstance(memory, LangMemMemory):
+        return memory.persistence, [], [memory.namespace]
     return None
+
+
+def _forget_on_server(memory: Any) -> None:
+    """Delete what a memory keeps on its server, whatever ``keep`` says."""
+    held = _persisted(memory)
+    if held is not None:
+        persistence, threads, namespaces = held
+        persistence.keep = False
+        persistence.forget(threads, namespaces)
+        return
+    from memory_lab.memories.mem0 import Mem0Memory
+
+    if isinstance(memory, Mem0Memory) and hasattr(memory.memory.vector_store, "delete_col"):
+        memory.memory.vector_store.delete_col()  # the user's own pgvector table
 
 
 class UserMemory:
@@ -102,8 +123,8 @@ class UserMemory:
         with quiet_classic_deprecations():
             self.cell = Cell(spec, dialogue, models, cell_id=cell_id(spec, user_id))
         try:
-            # on PostgreSQL what was said before this process began is in the thread
-            self.transcript = stored_transcript(self.cell.memory) if on_postgres(spec) else []
+            # on a server what was said before this process began is in the thread (if any)
+            self.transcript = stored_transcript(self.cell.memory) if keeps_state(spec) else []
         except BaseException:
             self.cell.close()
             raise
@@ -161,11 +182,8 @@ class UserMemory:
 
     def forget(self) -> None:
         """Delete what the memory keeps, on its server too, and release it."""
-        held = _persisted(self.cell.memory)
-        if held is not None:
-            persistence, threads, namespaces = held
-            persistence.keep = False
-            persistence.forget(threads, namespaces)
+        if keeps_state(self.spec):
+            _forget_on_server(self.cell.memory)
         self.cell.close()
 
     def close(self) -> None:
@@ -173,10 +191,10 @@ class UserMemory:
         self.cell.close()
 
     def release(self) -> None:
-        """Release a memory made for one request: what it found on PostgreSQL stays there,
+        """Release a memory made for one request: what it found on its server stays there,
         whatever ``keep`` says (it is the user's, saved by a memory held before)."""
         held = _persisted(self.cell.memory)
-        if held is not None and on_postgres(self.spec):
+        if held is not None and keeps_state(self.spec):
             held[0].keep = True
         self.cell.close()
 
@@ -345,12 +363,12 @@ WARM_UP = "Hello, I'm warming up."
 
 
 def warm_up(specs: list[MemorySpec], models: RunModels) -> int:
-    """One exchange and one look through a throwaway memory of every served spec (those on
-    PostgreSQL excepted: nothing is written there), so the models, embeddings and analysers
-    load before the first user waits on them. Returns how many memories were warmed."""
+    """One exchange and one look through a throwaway memory of every served spec (those that
+    keep their state on a server excepted: nothing is written there), so the models, embeddings
+    and analysers load before the first user waits on them. Returns how many were warmed."""
     warmed = 0
     for spec in specs:
-        if on_postgres(spec):
+        if keeps_state(spec):
             continue
         memory = UserMemory(served_spec(spec), f"warm-up-{uuid.uuid4().hex[:8]}", models)
         try:

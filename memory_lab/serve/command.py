@@ -7,6 +7,8 @@ import logging
 import socket
 import sys
 
+from memory_lab.errors import ConfigError, EnvironmentProblem
+
 HOST = "127.0.0.1"  # loopback only: the service has no authentication
 
 
@@ -139,9 +141,9 @@ def settings_from(args: argparse.Namespace) -> object:
     return ServeSettings(specs, models, limits, log_messages=args.log_messages)
 
 
-def missing_serve_extra(command: str, exc: ImportError) -> ValueError:
+def missing_serve_extra(command: str, exc: ImportError) -> EnvironmentProblem:
     """The one-line error of ``memory-lab serve`` or ``view`` without FastAPI or uvicorn."""
-    return ValueError(
+    return EnvironmentProblem(
         f"memory-lab {command} needs FastAPI and uvicorn ({exc.name} is missing): "
         "pip install 'memory-lab[serve]'"
     )
@@ -150,7 +152,7 @@ def missing_serve_extra(command: str, exc: ImportError) -> ValueError:
 def check_port(port: int) -> None:
     """``--port`` within 0-65535 (0: a free one), checked before any work starts."""
     if not 0 <= port <= 65535:
-        raise ValueError(f"--port must be between 0 and 65535, got {port}")
+        raise ConfigError(f"--port must be between 0 and 65535, got {port}")
 
 
 def listening_socket(port: int) -> socket.socket:
@@ -160,7 +162,7 @@ def listening_socket(port: int) -> socket.socket:
         sock.bind((HOST, port))
     except OSError as exc:
         sock.close()
-        raise ValueError(f"--port {port}: cannot listen on {HOST}: {exc.strerror}") from None
+        raise ConfigError(f"--port {port}: cannot listen on {HOST}: {exc.strerror}") from None
     sock.listen(128)
     return sock
 
@@ -199,4 +201,4 @@ def run_server(app: object, sock: socket.socket) -> None:
     finally:
         sock.close()
     if not server.started:  # the lifespan failed (uvicorn logged why)
-        raise ValueError("the server did not start; see the log above")
+        raise EnvironmentProblem("the server did not start; see the log above")

@@ -8,6 +8,8 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
+from memory_lab.errors import ConfigError
+
 USER_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?")
 USER_ID_RULE = "1-64 letters, digits, '-' or '_', starting and ending with a letter or digit"
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -47,20 +49,27 @@ class Limits:
     def __post_init__(self) -> None:
         for name in ("max_message_chars", "rate", "max_users", "postgres_pool"):
             if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
+                raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
         if not self.rate_window > 0:
-            raise ValueError("the rate window must be a positive number of seconds")
+            raise ConfigError("the rate window must be a positive number of seconds")
         if not self.postgres_wait > 0:
-            raise ValueError("--postgres-wait must be a positive number of seconds")
+            raise ConfigError("--postgres-wait must be a positive number of seconds")
 
 
-def check_host(host: str | None) -> None:
-    """RequestError 421 unless the Host header names the loopback (with any port, or none).
+def check_host(*hosts: str | None) -> None:
+    """RequestError 421 unless the request's one Host header names the loopback (with any port,
+    or none); 400 when it carries more than one (``hosts``: every Host header it carries).
 
     A page on another site whose name its DNS points at 127.0.0.1 (DNS rebinding) reaches this
     server from the user's browser with its own name in Host: refused, so no other site reads or
-    writes the users' memories.
+    writes the users' memories. Two Host headers are refused whatever they say (RFC 9112: a
+    request with more than one is invalid): a proxy or server in front may read the other.
     """
+    if len(hosts) > 1:
+        raise RequestError(
+            400, f"the request carries {len(hosts)} Host headers; exactly one is allowed"
+        )
+    host = hosts[0] if hosts else None
     match = _HOST.fullmatch(host or "")
     if match is None or match.group(1).lower() not in LOOPBACK_HOSTS:
         shown = repr(host[:80]) if host else "none"

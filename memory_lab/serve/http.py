@@ -36,16 +36,17 @@ def validation_message(exc: RequestValidationError) -> str:
 
 
 class HostCheck:
-    """Refuse (421) an HTTP request whose Host header is not the loopback (``check_host``)."""
+    """Refuse (421) an HTTP request whose Host header is not the loopback (``check_host``), and
+    (400) one with more than one Host header, whichever of them names the loopback."""
 
     def __init__(self, app: Any):
         self.app = app
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
-            host = dict(scope.get("headers") or []).get(b"host")
+            hosts = [v for k, v in scope.get("headers") or [] if k.lower() == b"host"]
             try:
-                check_host(host.decode("latin-1") if host is not None else None)
+                check_host(*(h.decode("latin-1") for h in hosts))
             except RequestError as exc:
                 await error_response(exc.status, exc.message)(scope, receive, send)
                 return
