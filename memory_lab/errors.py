@@ -58,13 +58,15 @@ class ProviderFailure(MemoryLabError, RuntimeError):
 
 
 def exit_code(exc: BaseException) -> int:
-    """The command's exit code for an exception that reached it: its kind's code, 2 for an
-    operating-system error on a named file (a path the user gave), and ``EXIT_BUG`` for
-    anything else."""
+    """The command's exit code for an exception that reached it: its kind's code; for an
+    operating-system error, 2 when it names a file or was raised with a message of ours (a path
+    the user gave: not found, not allowed, already a run's), 3 otherwise (the disk full, too
+    many open files); ``EXIT_BUG`` for anything else."""
     if isinstance(exc, MemoryLabError):
         return exc.exit_code
-    if isinstance(exc, OSError) and exc.filename is not None:
-        return EXIT_BAD_INPUT
+    if isinstance(exc, OSError):
+        ours = exc.errno is None  # raised as OSError("...") by memory-lab, not by the system
+        return EXIT_BAD_INPUT if exc.filename is not None or ours else EXIT_ENVIRONMENT
     return EXIT_BUG
 
 

@@ -9,18 +9,21 @@ import shlex
 import signal
 import sys
 import threading
+import traceback
 from pathlib import Path
 from typing import Any
 
 from memory_lab.cli.parser import build_parser, given_run_options
 from memory_lab.dialogue.model import DialogueError
+from memory_lab.errors import EXIT_BUG, EXIT_INTERRUPTED, exit_code
 from memory_lab.text.redact import redact, redact_logs
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run a command. Exit codes: 0 success, 1 a cell failed (recorded), 2 bad input or
-    environment (one line naming the file or option), 130 interrupted. ``--debug`` shows the
-    traceback instead of the one line."""
+    """Run a command; its exit code, one of ``errors.py``'s: 0 success, 1 a cell failed
+    (recorded), 2 bad input, 3 the environment lacks something, 4 a provider failed (each one
+    line naming the file, field or option), 70 a bug (its traceback and a request to report
+    it), 130 interrupted. ``--debug`` shows the traceback of any error."""
     args = build_parser().parse_args(argv)
     redact_logs()  # no log line carries a credential, whoever logs it
     if args.command == "run":
@@ -30,22 +33,27 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except KeyboardInterrupt:
         print(f"memory-lab: {_interrupted(args)}", file=sys.stderr)
-        return 130
-    except DialogueError as exc:
+        return EXIT_INTERRUPTED
+    except Exception as exc:
         if args.debug:
             raise
-        if len(exc.problems) == 1:
-            print(f"memory-lab: error: {redact(str(exc))}", file=sys.stderr)
-        else:
-            print(f"memory-lab: invalid dialogues:\n{redact(str(exc))}", file=sys.stderr)
-    except (ValueError, KeyError, OSError) as exc:
-        if args.debug:
-            raise
-        print(f"memory-lab: error: {redact(_one_line(exc))}", file=sys.stderr)
+        code = exit_code(exc)
+        print(f"memory-lab: {redact(_message(exc, code))}", file=sys.stderr)
+        return code
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-    return 2
+
+
+def _message(exc: Exception, code: int) -> str:
+    """What the command prints for an error: one line (every problem of a dialogue file, one a
+    line), or a bug's traceback and where to report it."""
+    if code == EXIT_BUG:
+        trace = "".join(traceback.format_exception(exc)).rstrip()
+        return f"internal error (a bug: please report it, with this traceback)\n{trace}"
+    if isinstance(exc, DialogueError) and len(exc.problems) > 1:
+        return f"invalid dialogues:\n{exc}"
+    return f"error: {_one_line(exc)}"
 
 
 def _stop_on_sigterm() -> Any:
@@ -93,7 +101,7 @@ def command() -> None:
     exit; a cell may be in one) and without the interpreter's teardown under threads still in
     native code (which can abort)."""
     code = main()
-    if code == 130:
+    if code == EXIT_INTERRUPTED:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

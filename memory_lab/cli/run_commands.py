@@ -9,6 +9,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from memory_lab.errors import ConfigError
 from memory_lab.log.config import RunConfig, named_values
 from memory_lab.log.run_spec import RESUME_OPTIONS
 from memory_lab.models.windows import parse_limit
@@ -67,7 +68,7 @@ def run_command(args: argparse.Namespace) -> int:
         refused = [f"--{d.replace('_', '-')}" for d in sorted(given - set(RESUME_DESTS))]
         if refused:
             honoured = ", ".join(f"--{d.replace('_', '-')}" for d in RESUME_DESTS[1:])
-            raise ValueError(
+            raise ConfigError(
                 f"{', '.join(refused)} cannot be given with --resume, which continues the run "
                 f"as its run.json records it (only {honoured} may be)"
             )

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from memory_lab.errors import BadInput
 from memory_lab.text.limits import (
     MAX_FILE_BYTES,
     InputError,
@@ -129,7 +130,7 @@ class Problem:
         return printable(f"{self.file}: {where}: {self.field}: {self.message}")
 
 
-class DialogueError(ValueError):
+class DialogueError(BadInput):
     """Raised when dialogue files are invalid; ``problems`` lists every problem found."""
 
     def __init__(self, problems: Sequence[Problem]):

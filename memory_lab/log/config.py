@@ -224,6 +224,6 @@ def named_values(items: list[str], option: str) -> dict[str, str]:
     for item in items:
         name, eq, value = item.partition("=")
         if not eq or not name.strip():
-            raise ValueError(f"{option} expects NAME=VALUE, got {item!r}")
+            raise ConfigError(f"{option} expects NAME=VALUE, got {item!r}")
         out[name.strip()] = value
     return out

@@ -32,6 +32,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from memory_lab.errors import BadInput
+
 LOCK_FILE = ".lock"
 CHECKSUM_KEY = "config_sha256"
 CHECKSUM_FIELDS = (
@@ -53,7 +55,7 @@ CHECKSUM_FIELDS = (
 )
 
 
-class FolderInUse(OSError):
+class FolderInUse(BadInput, OSError):
     """Another live process holds the results folder's lock."""
 
 
@@ -129,10 +131,10 @@ def check_config(info: dict[str, Any], run_file: Path) -> None:
         )
         return
     if not isinstance(recorded, dict) or not all(isinstance(v, str) for v in recorded.values()):
-        raise ValueError(f"{run_file}: {CHECKSUM_KEY} must map fields to hashes; cannot resume")
+        raise BadInput(f"{run_file}: {CHECKSUM_KEY} must map fields to hashes; cannot resume")
     changed = sorted(k for k, v in recorded.items() if _field_hash(info.get(k)) != v)
     if changed:
-        raise ValueError(
+        raise BadInput(
             f"{run_file}: its configuration changed since the run started "
             f"({', '.join(changed)} no longer match {CHECKSUM_KEY}); cannot resume it — "
             "start a new run instead"

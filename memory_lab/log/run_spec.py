@@ -16,6 +16,7 @@ folder and the dialogues themselves.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
 import json
 import os
@@ -25,7 +26,7 @@ from typing import Any, ClassVar, TypedDict, Unpack
 
 from memory_lab.dialogue.model import Dialogue
 from memory_lab.dialogue.sources import load_dialogues
-from memory_lab.errors import ConfigError
+from memory_lab.errors import BadInput, ConfigError
 from memory_lab.log.config import RunConfig
 from memory_lab.log.record_log import naming_file
 from memory_lab.log.records import field_checks
@@ -449,7 +450,7 @@ class RunSpec(_Record):
         the field when it is unusable); ``max_retries`` unset: ``MEMORY_LAB_MAX_RETRIES``."""
         run_file = Path(folder) / RUN_FILE
         if not run_file.exists():
-            raise FileNotFoundError(f"{folder}: no {RUN_FILE}")
+            raise FileNotFoundError(errno.ENOENT, f"no {RUN_FILE}", str(folder))
         data = read_run_file(run_file)
         retries = ClientSettings.from_env().max_retries if max_retries is None else max_retries
         spec = cls.read(data, str(run_file))
@@ -518,7 +519,7 @@ class RunSpec(_Record):
         resources = options.get("resources") or {}
         missing = sorted(set(self.resources) - set(resources))
         if missing:
-            raise ValueError(
+            raise ConfigError(
                 f"{self.folder}: the run used resource(s) {', '.join(missing)}; pass them again "
                 "with --resource NAME=VALUE (they are never written to run.json)"
             )
@@ -587,7 +588,7 @@ def check_dialogues(spec: RunSpec, dialogues: list[Dialogue]) -> None:
         changed = sorted(
             k for k in recorded.keys() | current.keys() if recorded.get(k) != current.get(k)
         )
-        raise ValueError(
+        raise BadInput(
             f"{spec.folder}: dialogues changed since the run started: {', '.join(changed)}"
         )
 
@@ -607,7 +608,7 @@ def check_embedding_engines(spec: RunSpec, where: str) -> None:
         pairs.append((spec.models.reader_embeddings, reader_embedding_names()))
     for recorded, now in pairs:
         if recorded is not None and now is not None and recorded != now:
-            raise ValueError(
+            raise BadInput(
                 f"{where}: the run embedded with {recorded}; this version embeds the same "
                 f"settings with {now}: start a new run (or resume with the version that began it)"
             )
@@ -623,7 +624,7 @@ def check_judge_prompts(spec: RunSpec, where: str) -> None:
         return
     for template, sha in zip(judge_templates(config.judge_prompts), recorded, strict=False):
         if template.sha256 != sha:
-            raise ValueError(f"{where}: judge prompt {template.file} changed since the run started")
+            raise BadInput(f"{where}: judge prompt {template.file} changed since the run started")
 
 
 def resume_base_url(recorded: str | None, given: str | None, where: str) -> str | None:
@@ -636,14 +637,14 @@ def resume_base_url(recorded: str | None, given: str | None, where: str) -> str 
     if given is None and has_redacted_credentials(recorded):
         given = os.environ.get("OPENAI_BASE_URL") or None
         if given is None:
-            raise ValueError(
+            raise ConfigError(
                 f"{where}: the run's base URL {recorded} had credentials, which are never "
                 "written; pass it again with --base-url URL (or set OPENAI_BASE_URL)"
             )
     if given is None:
         return recorded
     if redact(given, known=False) != redact(recorded or "", known=False):
-        raise ValueError(
+        raise ConfigError(
             f"{where}: the run used the base URL {recorded or '(none given)'}, not "
             f"{redact(given)}; a resumed run keeps its provider"
         )

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from memory_lab.errors import ConfigError
 from memory_lab.memories.chroma import STACK as CHROMA_STACK
 from memory_lab.memories.protocol import (
     Exchange,
@@ -317,12 +318,12 @@ class HybridMemory:
 def check_params(params: dict[str, Any]) -> None:
     """ValueError naming the parameter when the values cannot make a hybrid memory."""
     if params["dense_weight"] == 0 and params["sparse_weight"] == 0:
-        raise ValueError(
+        raise ConfigError(
             "memory 'hybrid': parameters 'dense_weight' and 'sparse_weight' are both 0; "
             "at least one search must count"
         )
     if params["k"] > params["candidates"]:
-        raise ValueError(
+        raise ConfigError(
             f"memory 'hybrid': parameter 'k' ({params['k']}) must be at most 'candidates' "
             f"({params['candidates']}), the documents each search passes on"
         )
@@ -330,12 +331,12 @@ def check_params(params: dict[str, Any]) -> None:
     if path:
         folder = Path(path).expanduser()
         if not folder.is_dir():
-            raise ValueError(
+            raise ConfigError(
                 f"memory 'hybrid': parameter 'rerank' must be a local cross-encoder folder, but "
                 f"{path!r} is not a folder"
             )
         if not (folder / "config.json").is_file():
-            raise ValueError(
+            raise ConfigError(
                 f"memory 'hybrid': parameter 'rerank': {path!r} has no config.json (expected a "
                 "model saved with save_pretrained, e.g. a sentence-transformers CrossEncoder)"
             )

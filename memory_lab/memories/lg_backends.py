@@ -310,7 +310,7 @@ class Persistence:
             self.checkpointer = SqliteSaver(self._conn, serde=serde)
             self.checkpointer.setup()
             if store:
-                raise ValueError("no Store on SQLite here (its index needs sqlite-vec loaded)")
+                raise ConfigError("no Store on SQLite here (its index needs sqlite-vec loaded)")
         elif backend == "postgres":
             from langgraph.checkpoint.postgres import PostgresSaver
 
@@ -332,7 +332,7 @@ class Persistence:
                 self.close()
                 raise
         else:
-            raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+            raise ConfigError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
 
     def _sqlite_path(self, res: MemoryResources) -> Path:
         if res.cell_dir is not None:

@@ -41,6 +41,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, To
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
+from memory_lab.errors import ConfigError
 from memory_lab.memories.chroma import STACK as CHROMA_STACK
 from memory_lab.memories.protocol import (
     Exchange,
@@ -308,7 +309,7 @@ class MemGPTMemory:
         try:
             self.agent = model.bind_tools(self.tools)
         except NotImplementedError:
-            raise ValueError(
+            raise ConfigError(
                 f"memory '{name}' needs a memory model that can call tools (bind_tools); "
                 f"{type(model).__name__} cannot: choose another --memory-llm"
             ) from None

@@ -22,9 +22,19 @@ from functools import singledispatch
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from memory_lab.errors import ConfigError
+
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
     from langchain_core.language_models import BaseChatModel
+
+
+class MissingResource(ConfigError, KeyError):
+    """A resource a memory needs (``--resource NAME=VALUE``) that was not given; a KeyError
+    too, for callers that look a resource up and fall back."""
+
+    def __str__(self) -> str:  # a KeyError's str would quote the message
+        return str(self.args[0]) if self.args else ""
 
 
 @dataclass(frozen=True)
@@ -217,7 +227,7 @@ def lookup_resource(resources: Mapping[str, str] | None, name: str, memory: str)
         return env
     if name not in resources:
         known = ", ".join(sorted(resources)) or "none given"
-        raise KeyError(
+        raise MissingResource(
             f"memory '{memory}' needs the resource {name!r}: pass "
             f"--resource {name}=VALUE or set MEMORY_LAB_{name.upper()} (given: {known})"
         )

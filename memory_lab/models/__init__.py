@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from langchain_core.language_models import BaseChatModel
 
+from memory_lab.errors import ConfigError
 from memory_lab.models.embeddings import EMBEDDING_MODEL_NAME, OfflineEmbeddings
 from memory_lab.models.offline_memory import OfflineMemoryModel
 from memory_lab.models.offline_reader import (
@@ -74,7 +75,7 @@ def resolve_chat_model(
     ValueError, says what to install or set when it cannot).
     """
     if not role.isidentifier() or role == "judge":
-        raise ValueError(f"model role {role!r}: use reader or a memory model role name")
+        raise ConfigError(f"model role {role!r}: use reader or a memory model role name")
     if is_offline(spec):
         if offline_model(spec, role) == "reader":
             return OfflineReader(

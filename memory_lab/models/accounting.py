@@ -16,6 +16,8 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
+from memory_lab.errors import BadInput
+
 
 @dataclass
 class Usage:
@@ -116,7 +118,7 @@ def load_prices(path: str | Path | None = None) -> dict[str, Price]:
                 float(entry["input_per_mtok"]), float(entry.get("output_per_mtok", 0))
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(
+            raise BadInput(
                 f"{source}: models.{name}: needs numeric input_per_mtok ({exc})"
             ) from exc
     return prices

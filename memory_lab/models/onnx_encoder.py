@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memory_lab.errors import ConfigError
+
 PRECISIONS = ("int8", "fp32")
 DEVICES = ("cpu", "cuda")
 
@@ -134,7 +136,7 @@ def encoder_session(
     import onnxruntime as ort
 
     if precision not in PRECISIONS:
-        raise ValueError(f"unknown precision {precision!r}; choose one of {PRECISIONS}")
+        raise ConfigError(f"unknown precision {precision!r}; choose one of {PRECISIONS}")
     options = ort.SessionOptions()
     threads = _threads or int(os.environ.get("OMP_NUM_THREADS", "1") or 1)
     options.intra_op_num_threads = threads
@@ -143,12 +145,12 @@ def encoder_session(
     providers = ["CPUExecutionProvider"]
     if device == "cuda":
         if "CUDAExecutionProvider" not in ort.get_available_providers():
-            raise ValueError(
+            raise ConfigError(
                 "--device cuda: onnxruntime has no CUDA provider here (install onnxruntime-gpu)"
             )
         providers.insert(0, "CUDAExecutionProvider")
     elif device not in DEVICES:
-        raise ValueError(f"unknown device {device!r}; choose one of {DEVICES}")
+        raise ConfigError(f"unknown device {device!r}; choose one of {DEVICES}")
     if precision == "fp32":
         return ort.InferenceSession(graph.SerializeToString(), options, providers=providers)
     from onnxruntime.quantization import QuantType, quantize_dynamic

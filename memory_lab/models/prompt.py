@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from memory_lab.errors import ConfigError
+
 if TYPE_CHECKING:
     from langchain_core.prompts import PromptTemplate
 
@@ -44,7 +46,7 @@ TEMPLATES = {"conversation": TEMPLATE, "short": SHORT_TEMPLATE}  # keys: config.
 def answer_prompt(style: str = "conversation") -> PromptTemplate:
     """The answering prompt of an answer style (``conversation`` or ``short``)."""
     if style not in TEMPLATES:
-        raise ValueError(f"answer style must be one of {', '.join(TEMPLATES)}, got {style!r}")
+        raise ConfigError(f"answer style must be one of {', '.join(TEMPLATES)}, got {style!r}")
     from langchain_core.prompts import PromptTemplate  # LangChain loads with the first prompt
 
     return PromptTemplate(input_variables=[MEMORY_KEY, INPUT_KEY], template=TEMPLATES[style])
@@ -63,7 +65,7 @@ def split_prompt(prompt: str) -> tuple[str, str]:
     start = prompt.find(MEMORY_HEADER)
     cut = prompt.rfind(INPUT_PREFIX)
     if start == -1 or cut == -1 or cut < start:
-        raise ValueError(
+        raise ConfigError(
             "prompt does not follow the memory-lab conversation template "
             f"(expected {MEMORY_HEADER.strip()!r} ... {INPUT_PREFIX.strip()!r})"
         )

@@ -25,6 +25,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
+from memory_lab.errors import ConfigError
 from memory_lab.models.spec import ClientSettings, ModelSpec
 from memory_lab.models.tokens import count_message_tokens, token_ids
 from memory_lab.text.redact import redact
@@ -58,7 +59,7 @@ _FIRST_CALL_MODULES = (
 KEYLESS = "not-needed"
 
 
-class ProviderError(ValueError):
+class ProviderError(ConfigError):
     """A model string that cannot be served here: one line saying what to install or set."""
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from memory_lab.errors import ConfigError
+
 OFFLINE = "offline"
 
 
@@ -27,12 +29,12 @@ class ModelSpec:
     def parse(cls, text: str) -> ModelSpec:
         """``offline`` | ``offline:NAME`` | ``PROVIDER:MODEL``; ValueError for anything else."""
         if not isinstance(text, str):
-            raise ValueError(f"model {text!r} must be a string: 'offline' or PROVIDER:MODEL")
+            raise ConfigError(f"model {text!r} must be a string: 'offline' or PROVIDER:MODEL")
         if text == OFFLINE:
             return cls(OFFLINE)
         provider, sep, name = text.partition(":")
         if not sep or not provider or not name:
-            raise ValueError(f"model {text!r} must be 'offline' or PROVIDER:MODEL")
+            raise ConfigError(f"model {text!r} must be 'offline' or PROVIDER:MODEL")
         return cls(provider, name)
 
     @property

@@ -16,6 +16,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from memory_lab.errors import ConfigError
 from memory_lab.models.spec import ModelSpec, is_offline
 
 WINDOWS_FILE = "memory_lab/data/context_windows.json"
@@ -96,7 +97,7 @@ def parse_limit(text: str) -> int | str | None:
         return MODEL_WINDOW
     if re.fullmatch(r"\d+", word) and int(word) > 0:
         return int(word)
-    raise ValueError(
+    raise ConfigError(
         f"--context-limit must be a positive whole number of tokens, 'none' or 'model', "
         f"got {text!r}"
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from memory_lab.dialogue.importers import import_source
+from memory_lab.errors import BadInput, ConfigError
 from memory_lab.results.read import read_results
 
 
@@ -34,14 +35,14 @@ def export_longmemeval(results_dir: str | Path, out: str | Path, memory: str | N
     """
     probes = read_results(results_dir).probes
     if probes.empty or "probe_metadata" not in probes:
-        raise ValueError(f"{results_dir}: no LongMemEval probes in this run")
+        raise BadInput(f"{results_dir}: no LongMemEval probes in this run")
     memories = sorted(probes["memory"].unique())
     if memory is None:
         if len(memories) > 1:
-            raise ValueError(f"run has several memories; choose one with --memory: {memories}")
+            raise ConfigError(f"run has several memories; choose one with --memory: {memories}")
         memory = memories[0]
     if memory not in memories:
-        raise ValueError(f"memory {memory!r} not in this run (has: {', '.join(memories)})")
+        raise ConfigError(f"memory {memory!r} not in this run (has: {', '.join(memories)})")
     rows = probes[probes["memory"] == memory]
     count = 0
     with open(out, "w", encoding="utf-8") as fh:
@@ -52,5 +53,5 @@ def export_longmemeval(results_dir: str | Path, out: str | Path, memory: str | N
                 )
                 count += 1
     if not count:
-        raise ValueError(f"{results_dir}: no LongMemEval probes in this run")
+        raise BadInput(f"{results_dir}: no LongMemEval probes in this run")
     return count

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from memory_lab.errors import BadInput
 from memory_lab.results.read import Results
 
 
@@ -43,7 +44,7 @@ def prompt_growth(results: Results, dialogue: str | None = None) -> PromptGrowth
     if name != "all":
         turns = turns[turns["dialogue"] == name]
         if turns.empty:
-            raise ValueError(f"no turns recorded for dialogue {name!r}")
+            raise BadInput(f"no turns recorded for dialogue {name!r}")
     memories = {}
     for memory in results.memory_order():
         t = turns[turns["memory"] == memory]

@@ -4,6 +4,7 @@ two steps)."""
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -80,7 +81,7 @@ def resume_benchmark(
     options = resume_options(options)
     folder = Path(out)
     if not (folder / RUN_FILE).is_file():  # no lock file left in a folder that is no run's
-        raise FileNotFoundError(f"{folder}: no run.json to resume")
+        raise FileNotFoundError(errno.ENOENT, "no run.json to resume", str(folder))
     remember_resources(options.get("resources"), options.get("base_url"))
     with hold_folder(folder):  # before run.json is read: a live run's folder is refused
         spec = RunSpec.load(folder).resumed(**options)

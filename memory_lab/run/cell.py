@@ -25,6 +25,7 @@ from typing import Any
 from langchain_classic.base_memory import BaseMemory
 
 from memory_lab.dialogue.model import Dialogue, Probe
+from memory_lab.errors import ConfigError
 from memory_lab.log.records import ProbeRecord, TurnRecord, UsageRecord
 from memory_lab.memories.protocol import (
     Exchange,
@@ -199,7 +200,7 @@ class Cell:
     def _part_resources(self, label: str, roles: tuple[str, ...]) -> MemoryResources:
         """Resources for one part of a composite memory, metered apart under ``label``."""
         if label in self.part_meters:
-            raise ValueError(f"memory '{self.spec.label}' has two parts labelled {label!r}")
+            raise ConfigError(f"memory '{self.spec.label}' has two parts labelled {label!r}")
         meters = {role: Meter() for role in ("memory", *(r for r in roles if r != "memory"))}
         embedding_meter = Meter()
         self.part_meters[label] = (meters, embedding_meter)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from memory_lab.dialogue.model import Dialogue
 from memory_lab.dialogue.sources import builtin_suites, load_dialogues
+from memory_lab.errors import BadInput
 from memory_lab.memories.protocol import Exchange
 from memory_lab.memories.registry import MemorySpec, parse_memory_spec
 from memory_lab.models.prompt import INPUT_KEY
@@ -129,14 +130,14 @@ def resolve_dialogue(dialogue: Dialogue | str | Path) -> Dialogue:
         found = load_dialogues(text)
         if len(found) != 1:
             ids = ", ".join(d.id for d in found)
-            raise ValueError(f"{text} holds {len(found)} dialogues ({ids}); pass one Dialogue")
+            raise BadInput(f"{text} holds {len(found)} dialogues ({ids}); pass one Dialogue")
         return found[0]
     builtin = load_dialogues(*(f"builtin:{s}" for s in builtin_suites()))
     for d in builtin:
         if d.id == text:
             return d
     known = ", ".join(d.id for d in builtin)
-    raise ValueError(f"no dialogue file or built-in dialogue {text!r} (built-in: {known})")
+    raise BadInput(f"no dialogue file or built-in dialogue {text!r} (built-in: {known})")
 
 
 def _find_exchange(dialogue: Dialogue, at_turn: str) -> Exchange:
@@ -148,7 +149,7 @@ def _find_exchange(dialogue: Dialogue, at_turn: str) -> Exchange:
     close = get_close_matches(at_turn, ids, n=3)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
     few = ", ".join(ids[:5]) + (f", ..., {ids[-1]}" if len(ids) > 5 else "")
-    raise ValueError(
+    raise BadInput(
         f"dialogue '{dialogue.id}' has no turn {at_turn!r}{hint}; "
         f"its {len(ids)} turn ids include {few}"
     )

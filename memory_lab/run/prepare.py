@@ -103,7 +103,7 @@ def resolve_memories(specs: list[str]) -> list[MemorySpec]:
     labels = [s.label for s in out]
     dupes = sorted({x for x in labels if labels.count(x) > 1})
     if dupes:
-        raise ValueError(f"memory given twice: {', '.join(dupes)}")
+        raise ConfigError(f"memory given twice: {', '.join(dupes)}")
     return out
 
 
@@ -279,11 +279,11 @@ def prepare_run(
     grading prompts. ``max_retries`` unset: ``MEMORY_LAB_MAX_RETRIES`` (read here, once)."""
     remember_resources(resources, config.base_url)  # masked in every message from here on
     if isinstance(out, str) and not out.strip():  # Path("") would be the working folder
-        raise ValueError(f"--out {out!r} names no folder; give the results folder's name")
+        raise ConfigError(f"--out {out!r} names no folder; give the results folder's name")
     if not memories:
-        raise ValueError("no memories to run")
+        raise ConfigError("no memories to run")
     if not dialogues:
-        raise ValueError("no dialogues to run")
+        raise ConfigError("no dialogues to run")
     prices = load_prices(config.prices_file)
     window = config.window()  # the requested answering model's, in a dry run too
     config = resolved_config(config, prices, window)

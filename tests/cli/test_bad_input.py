@@ -355,3 +355,70 @@ def test_a_full_disk_while_cells_write_their_parts_stops_the_run(tmp_path, capsy
     assert err.endswith(": No space left on device\n")
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "interrupted" and not run.get("errors")
+
+
+def _failing_report(monkeypatch, exc: BaseException) -> None:
+    """``memory-lab report`` raising ``exc`` (the command's own code, as a bug or a refusal)."""
+    from memory_lab.cli import parser
+
+    def fail(args):
+        raise exc
+
+    monkeypatch.setattr(parser, "report_command", fail)
+
+
+@pytest.mark.parametrize(
+    ("exc", "code"),
+    [
+        ("BadInput", 2),
+        ("ConfigError", 2),
+        ("EnvironmentProblem", 3),
+        ("ProviderFailure", 4),
+    ],
+)
+def test_each_kind_of_error_is_one_line_with_its_exit_code(
+    exc, code, tmp_path, capsys, monkeypatch
+):
+    import memory_lab.errors as errors
+
+    _failing_report(monkeypatch, getattr(errors, exc)("the judge at http://127.0.0.1:9 refused"))
+    assert main(["report", str(tmp_path)]) == code
+    err = capsys.readouterr().err
+    assert err == "memory-lab: error: the judge at http://127.0.0.1:9 refused\n"
+
+
+@pytest.mark.parametrize(
+    "exc", [ValueError("x must be positive"), KeyError("k"), ZeroDivisionError()]
+)
+def test_a_bug_shows_its_traceback_and_asks_for_a_report(exc, tmp_path, capsys, monkeypatch):
+    """A plain ValueError or KeyError from the code is a bug, not bad input: its traceback is
+    printed (exit 70), never passed off as one line about the user's input."""
+    _failing_report(monkeypatch, exc)
+    assert main(["report", str(tmp_path)]) == 70
+    err = capsys.readouterr().err
+    assert err.startswith("memory-lab: internal error (a bug: please report it")
+    assert "Traceback (most recent call last)" in err and type(exc).__name__ in err
+
+
+def test_every_error_class_of_the_package_is_of_one_hierarchy():
+    """Every exception class memory-lab defines is a kind of ``errors.py`` (or a signal the code
+    catches itself: a pool's refusal, a cancelled cell, a served request's refusal)."""
+    import inspect
+    import pkgutil
+    from importlib import import_module
+
+    import memory_lab
+    from memory_lab.errors import MemoryLabError
+
+    internal = {"PoolBusy", "CellCancelled", "RequestError"}
+    outside = []
+    for info in pkgutil.walk_packages(memory_lab.__path__, "memory_lab."):
+        if info.name.endswith(("hindsight_worker", "_worker")):
+            continue  # runs in Hindsight's own environment, without memory_lab
+        module = import_module(info.name)
+        for name, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ != info.name or not issubclass(cls, BaseException):
+                continue
+            if not issubclass(cls, MemoryLabError) and name not in internal:
+                outside.append(f"{info.name}.{name}")
+    assert outside == []

@@ -34,6 +34,7 @@ from typing import Any
 
 from langchain_core.outputs import ChatResult
 
+from memory_lab.errors import BadInput
 from memory_lab.models.offline_base import chat_result
 from memory_lab.models.offline_rules.base import Request, RuleScript, RuleSettings
 from memory_lab.models.offline_rules.facts import FIRST_PERSON, personal_fact, stored_key
@@ -49,7 +50,7 @@ _NAME = re.compile(r"[A-Z][\w'&-]*(?:\s+(?:of\s+|the\s+|de\s+)?[A-Z][\w'&-]*)*")
 _NOT_NAMES = frozenset({"I", "I'm", "I've", "I'd", "I'll", "OK", "Okay"})
 
 
-class GraphitiRuleError(ValueError):
+class GraphitiRuleError(BadInput):
     """A Graphiti call the script has no rule for."""
 
 

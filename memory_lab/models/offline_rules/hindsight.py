@@ -28,6 +28,7 @@ from typing import Any
 
 from langchain_core.outputs import ChatResult
 
+from memory_lab.errors import BadInput
 from memory_lab.models.offline_base import chat_result
 from memory_lab.models.offline_rules.base import Request, RuleScript, RuleSettings
 from memory_lab.models.offline_rules.facts import stored_key
@@ -38,7 +39,7 @@ _NEW_FACT = re.compile(r"^\[([0-9a-fA-F-]{36})\]\s*(.*)$")
 _FACT_META = re.compile(r"\s*\((?:occurred_start|occurred_end|mentioned_at)=[^)]*\)\s*$")
 
 
-class HindsightRuleError(ValueError):
+class HindsightRuleError(BadInput):
     """A Hindsight call the script has no rule for."""
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memory_lab.errors import EnvironmentProblem
 from memory_lab.log.run_spec import RunSpec
 from memory_lab.run.context import RunModels
 from memory_lab.run.executors.cells import (
@@ -44,7 +45,7 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ValueError(RAY_MISSING) from None
+        raise EnvironmentProblem(RAY_MISSING) from None
     return ray
 
 
