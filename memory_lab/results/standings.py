@@ -10,17 +10,20 @@ from typing import Any
 import pandas as pd
 
 from memory_lab.results.pairs import paired_difference
+from memory_lab.results.read import Results
+from memory_lab.results.summary import judged
+from memory_lab.scoring.metrics import Metric, RunFacts, lead_metric
 
 
-def pareto_front(summary: pd.DataFrame) -> list[str]:
-    """Memories no other memory beats on both accuracy (higher) and total tokens (fewer)."""
-    rows = summary.dropna(subset=["accuracy"]).to_dict("records")
+def pareto_front(summary: pd.DataFrame, column: str = "accuracy") -> list[str]:
+    """Memories no other memory beats on both ``column`` (higher) and total tokens (fewer)."""
+    rows = summary.dropna(subset=[column]).to_dict("records")
     front = []
     for r in rows:
         dominated = any(
-            o["accuracy"] >= r["accuracy"]
+            o[column] >= r[column]
             and o["total_tokens"] <= r["total_tokens"]
-            and (o["accuracy"] > r["accuracy"] or o["total_tokens"] < r["total_tokens"])
+            and (o[column] > r[column] or o["total_tokens"] < r["total_tokens"])
             for o in rows
         )
         if not dominated:
@@ -28,10 +31,33 @@ def pareto_front(summary: pd.DataFrame) -> list[str]:
     return front
 
 
-def frontier(summary: pd.DataFrame) -> pd.DataFrame:
-    """The summary rows on the Pareto front (``pareto_front``), fewest total tokens first."""
-    front = pareto_front(summary)
+def frontier(summary: pd.DataFrame, column: str = "accuracy") -> pd.DataFrame:
+    """The summary rows on the Pareto front of ``column`` against total tokens
+    (``pareto_front``), fewest total tokens first."""
+    front = pareto_front(summary, column)
     return summary[summary["memory"].isin(front)].sort_values("total_tokens")
+
+
+def run_facts(runs: list[Results], summary: pd.DataFrame) -> RunFacts:
+    """What the runs compared had (``metrics.RunFacts``): a real answering model in every run
+    (a run without run.json, built by hand, counts as one), a real judge's verdicts, probes
+    with evidence."""
+    specs = [r.spec for r in runs]
+    judges = [s.judge_model for s in specs if s is not None]
+    return RunFacts(
+        real_answering_model=all(s is None or not s.reader_model.offline for s in specs),
+        real_judge=bool(judges)
+        and all(j is not None and not j.offline for j in judges)
+        and judged(summary),
+        evidence="evidence_recall" in summary and summary["evidence_recall"].notna().any(),
+    )
+
+
+def ranking_metric(runs: list[Results], summary: pd.DataFrame) -> Metric | None:
+    """The figure the runs' memories are ranked by (``metrics.lead_metric``): the first of
+    J, recall and evidence recall that is meaningful for them and in the summary."""
+    present = {c for c in summary.columns if summary[c].notna().any()}
+    return lead_metric(run_facts(runs, summary), present)
 
 
 def recall_leader(summary: pd.DataFrame, pairs: pd.DataFrame) -> dict[str, Any] | None:

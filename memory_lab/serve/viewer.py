@@ -42,6 +42,7 @@ from memory_lab.results.compare import RunEntry, find_runs, plain
 from memory_lab.results.read import RECORDS_FILE, Results, read_results
 from memory_lab.serve.guard import RequestError
 from memory_lab.serve.http import HostCheck, add_error_handlers
+from memory_lab.views.headline import ranked_by
 
 MAX_RUNS = 12  # runs compared at once
 READERS = 4  # threads reading runs and computing pages, shared by every request
@@ -336,6 +337,7 @@ def comparison_json(parts: dict[str, Any], runs: list[Results], names: list[str]
         "names": names,
         "memories": memories,
         "headline": parts["headline"],
+        "ranked_by": ranked_by(parts["ranked_by"]),
         "notes": list(dict.fromkeys(parts["stand_in"] + parts["notes"])),
         "style_note": parts["style_note"],
         "differences": [{"setting": s, "values": v} for s, v in parts["differences"]],

@@ -26,8 +26,9 @@ from matplotlib.text import Text
 
 from memory_lab.results.prompt_growth import prompt_growth
 from memory_lab.results.read import Results
-from memory_lab.results.standings import frontier
+from memory_lab.results.standings import frontier, ranking_metric
 from memory_lab.results.summary import category_grid, judged, summarize
+from memory_lab.scoring.metrics import metric
 from memory_lab.views.numbers import percent
 
 CHARTS_DIR = "charts"
@@ -243,66 +244,54 @@ def _place_labels(fig: Figure, ax, points: list[tuple]) -> list:
 
 
 def cost_frontier_chart(results: Results) -> Figure:
-    """Accuracy against total tokens per memory; the Pareto-optimal memories are marked."""
+    """The figure the run is ranked by (``standings.ranking_metric``: recall with its Wilson
+    interval with a real answering model, evidence recall with the offline reader) against
+    total tokens per memory; the Pareto-optimal memories are marked."""
     with chart_style():
-        summary = summarize(results).dropna(subset=["accuracy"])
+        full = summarize(results)
+        by = ranking_metric([results], full) or metric("accuracy")
+        y, bounds = by.name, by.interval
+        summary = full.dropna(subset=[y])
         colors = memory_colors(results)
-        pts = frontier(summary)
+        pts = frontier(summary, y)
         fig = _figure(8.0, 5.5)
         ax = fig.add_subplot()
         for r in summary.to_dict("records"):
+            yerr = [[r[y] - r[bounds[0]]], [r[bounds[1]] - r[y]]] if bounds else None
             ax.errorbar(
-                r["total_tokens"],
-                r["accuracy"],
-                yerr=[[r["accuracy"] - r["accuracy_low"]], [r["accuracy_high"] - r["accuracy"]]],
-                fmt="o",
-                color=colors[r["memory"]],
-                markersize=8,
-                capsize=3,
-                elinewidth=0.8,
-                markeredgecolor="black",
-                markeredgewidth=0.5,
-                gid=f"point:{r['memory']}",
-            )
+                r["total_tokens"], r[y], yerr=yerr, fmt="o", color=colors[r["memory"]],
+                markersize=8, capsize=3, elinewidth=0.8, markeredgecolor="black",
+                markeredgewidth=0.5, gid=f"point:{r['memory']}",
+            )  # fmt: skip
+        named = by.noun
         if len(pts):
             ax.step(
-                pts["total_tokens"],
-                pts["accuracy"],
-                where="post",
-                color="0.3",
-                linestyle="--",
-                linewidth=1,
-                gid="pareto_line",
-            )
+                pts["total_tokens"], pts[y], where="post", color="0.3", linestyle="--",
+                linewidth=1, gid="pareto_line",
+            )  # fmt: skip
             ax.scatter(
-                pts["total_tokens"],
-                pts["accuracy"],
-                s=260,
-                facecolors="none",
-                edgecolors="black",
-                linewidths=1.5,
-                zorder=3,
-                label="Pareto-optimal (no memory is both more accurate and cheaper)",
-                gid="pareto",
-            )
+                pts["total_tokens"], pts[y], s=260, facecolors="none", edgecolors="black",
+                linewidths=1.5, zorder=3, gid="pareto",
+                label=f"Pareto-optimal (no memory has both higher {named} and fewer tokens)",
+            )  # fmt: skip
             ax.legend(loc="lower right", fontsize=8, frameon=False, markerscale=0.6)
         _score_token_axes(
             ax,
             summary["total_tokens"],
             "total tokens (prompt + completion + memory maintenance)",
-            "recall accuracy (95% Wilson CI)",
-            "Cost frontier: recall against tokens (up and left is better)",
+            f"{named}" + (" (95% Wilson CI)" if bounds else ""),
+            f"Cost frontier: {named} against tokens (up and left is better)",
         )
         points = [
             (
                 r["total_tokens"],
-                r["accuracy"],
+                r[y],
                 r["memory"],
                 colors[r["memory"]],
-                r["accuracy_low"],
-                r["accuracy_high"],
-            )
-            for r in summary.sort_values("accuracy", ascending=False).to_dict("records")
+                r[bounds[0]] if bounds else r[y],
+                r[bounds[1]] if bounds else r[y],
+            )  # fmt: skip
+            for r in summary.sort_values(y, ascending=False).to_dict("records")
         ]
         _place_labels(fig, ax, points)
         return fig

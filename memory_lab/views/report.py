@@ -20,6 +20,7 @@ from memory_lab.results.compare import combine, compare_summary, differences, ru
 from memory_lab.results.pairs import paired_comparison
 from memory_lab.results.published import is_locomo_run, published_locomo
 from memory_lab.results.read import Results, read_results
+from memory_lab.results.standings import ranking_metric, run_facts
 from memory_lab.results.summary import summarize, summarize_by_category
 from memory_lab.views.charts import CHARTS, chart_style
 from memory_lab.views.headline import headline
@@ -572,6 +573,7 @@ def comparison(runs: list[Results], names: list[str]) -> dict[str, Any]:
     summary = compare_summary(runs, names, own)
     pairs = paired_comparison(results)
     pairs = pairs[pairs["probes"] > 0].reset_index(drop=True) if len(pairs) else pairs
+    facts = run_facts(runs, summary)
     notes = _notes(runs, names, own)
     stand_in = _notes(runs, names, own, ("reader",))
     judges = [r.spec.judge_model for r in runs if r.spec is not None]
@@ -583,7 +585,8 @@ def comparison(runs: list[Results], names: list[str]) -> dict[str, Any]:
         "pairs": pairs,
         "notes": notes,
         "stand_in": stand_in,
-        "headline": headline(summary, pairs),
+        "headline": headline(summary, pairs, facts),
+        "ranked_by": ranking_metric(runs, summary),
         "style_note": style_note(runs, names),
         "differences": differences(runs, names),
     }

@@ -12,6 +12,7 @@ import pandas as pd
 
 from memory_lab.log.run_spec import JudgePrompt, RunSpec
 from memory_lab.results.summary import FIELD_SCORES, LATENCY_COLUMNS
+from memory_lab.scoring.metrics import METRICS
 from memory_lab.views.numbers import is_missing, percent
 
 Run = RunSpec | dict[str, Any] | None  # a run's spec, or run.json as read (notebooks)
@@ -48,10 +49,13 @@ def format_category_table(table: pd.DataFrame) -> str:
 def format_summary(summary: pd.DataFrame, run: Run = None) -> str:
     """The summary as a fixed-width table for the terminal: retrieval first, then recall."""
     width = max([28, *(len(str(m)) for m in summary.get("memory", []))])
+    label = {m.name: m.label for m in METRICS}  # the declared headings
     header = (
-        f"{'memory':<{width}} {'answerable':>10} {'evid-recall':>11} {'ans-in-ctx':>10} "
-        f"{'recall (95% CI)':>22} {'abstain':>7} {'stale':>6} {'prompt/turn':>11} "
-        f"{'mem tokens':>10} {'total tokens':>12} {'est. cost $':>11} {'sec':>6}"
+        f"{'memory':<{width}} {'answerable':>10} {label['evidence_recall']:>11} "
+        f"{label['context_hit_rate']:>10} {label['accuracy'] + ' (95% CI)':>22} "
+        f"{label['abstention_accuracy']:>7} {label['stale_rate']:>6} "
+        f"{label['mean_prompt_tokens']:>11} {label['memory_tokens']:>10} "
+        f"{label['total_tokens']:>12} {label['est_cost_usd']:>11} {label['seconds']:>6}"
     )
     lines = [header, "-" * len(header)]
 

@@ -15,6 +15,8 @@ from memory_lab.cli import main
 from memory_lab.results.compare import combine, compare_summary, find_runs, run_names
 from memory_lab.results.pairs import paired_comparison
 from memory_lab.results.read import read_results
+from memory_lab.results.standings import run_facts
+from memory_lab.scoring.metrics import RunFacts, lead_metric, metric
 from memory_lab.views.headline import headline, recall_line
 from memory_lab.views.report import CONVERSATIONAL_NOTE, render_report
 
@@ -165,9 +167,60 @@ def test_report_leads_with_the_answer_and_a_table_of_contents(small_run):  # noq
     summary = read_results(small_run.path)
     from memory_lab.results.summary import summarize
 
-    for line in headline(summarize(summary), paired_comparison(small_run)):
-        assert line.replace("&", "&amp;") in html or line in html
-    assert "Cost frontier" in html
+    table = summarize(summary)
+    facts = run_facts([summary], table)
+    for line in headline(table, paired_comparison(small_run), facts):
+        assert escape(line) in html or line.replace("&", "&amp;") in html or line in html
+    assert "Cost frontier by evidence recall" in html
+
+
+FOUR = [  # a memory that answers well and retrieves badly, and three others
+    {"memory": "a", "accuracy": 0.8, "accuracy_low": 0.7, "accuracy_high": 0.88,
+     "evidence_recall": 0.30, "judge_accuracy": 0.5, "judge_accuracy_sd": 0.01,
+     "total_tokens": 1000},
+    {"memory": "b", "accuracy": 0.5, "accuracy_low": 0.4, "accuracy_high": 0.6,
+     "evidence_recall": 0.90, "judge_accuracy": 0.9, "judge_accuracy_sd": 0.01,
+     "total_tokens": 900},
+    {"memory": "c", "accuracy": 0.2, "accuracy_low": 0.1, "accuracy_high": 0.3,
+     "evidence_recall": 0.60, "judge_accuracy": 0.2, "judge_accuracy_sd": 0.01,
+     "total_tokens": 500},
+]  # fmt: skip
+
+
+def test_with_the_offline_reader_the_answer_ranks_by_evidence_recall_not_recall():
+    """On BEAM the offline reader scored every memory 5.6% while evidence recall ran from 31%
+    to 63%: recall must not lead, name a best memory or draw the cost frontier there."""
+    offline = RunFacts(real_answering_model=False, real_judge=False, evidence=True)
+    lines = headline(summary_of(FOUR), pd.DataFrame(), offline)
+    assert lines[0] == "Evidence recall (retrieval; no interval): b 90.0%."
+    assert not any(line.startswith(("Recall:", "J:", "F1")) for line in lines)
+    assert any("offline reader's" in line and "ranks nothing" in line for line in lines)
+    assert lines[-1].startswith("Cost frontier by evidence recall")
+    assert "b (900 tokens, 90.0%)" in lines[-1] and "a (" not in lines[-1]
+
+
+def test_with_a_real_model_recall_leads_and_with_a_real_judge_j_leads():
+    real = RunFacts(real_answering_model=True, real_judge=False, evidence=True)
+    lines = headline(summary_of(FOUR), pd.DataFrame(), real)
+    assert lines[0].startswith("Recall: a 80.0%") and lines[1].startswith("Evidence recall")
+    assert not any(line.startswith("J:") for line in lines)  # no real judge: J is no figure
+    assert lines[-1].startswith("Cost frontier by recall") and "a (1,000 tokens" in lines[-1]
+    judged = RunFacts(real_answering_model=True, real_judge=True, evidence=True)
+    lines = headline(summary_of(FOUR), pd.DataFrame(), judged)
+    assert lines[0].startswith("J: b 90.0%") and lines[1].startswith("Recall: a")
+    assert lines[-1].startswith("Cost frontier by J (no other memory has both higher J")
+
+
+def test_the_lead_is_the_first_declared_figure_the_run_can_measure():
+    no_evidence = RunFacts(real_answering_model=False, real_judge=False, evidence=False)
+    assert lead_metric(no_evidence) is None
+    assert lead_metric(RunFacts(False, False, True)).name == "evidence_recall"
+    assert lead_metric(RunFacts(True, False, True)).name == "accuracy"
+    assert lead_metric(RunFacts(True, True, True)).name == "judge_accuracy"
+    # a judged run whose summary has no J yet: recall leads
+    assert lead_metric(RunFacts(True, True, True), {"accuracy"}).name == "accuracy"
+    assert metric("stale_rate").higher_is_better is False
+    assert metric("accuracy").missing(RunFacts(False, False, True)) == ["a real answering model"]
 
 
 def test_columns_with_no_data_are_hidden_and_named(small_run):  # noqa: F811

@@ -57,7 +57,10 @@ def test_the_api_lists_compares_and_drills_down(viewer, two_runs):
             f"small/{m}" for m in SMALL_MEMORIES
         ]
         assert [r["memory"] for r in data["summary"]] == data["memories"]
-        assert data["headline"][0].startswith("Recall: ")
+        # the offline reader answers: the comparison is ranked by evidence recall, and says why
+        assert data["headline"][0].startswith("Evidence recall (retrieval; no interval): ")
+        assert data["ranked_by"]["name"] == "evidence_recall"
+        assert "offline reader" in data["ranked_by"]["why"]
         shared = [p for p in data["pairs"] if p["memory_a"].startswith("short/")]
         assert shared and all(p["probes"] == 4 for p in shared if "small/" in p["memory_b"])
         cat = next(p for p in data["probes"] if p["probe"] == "q-cat")
@@ -139,7 +142,18 @@ def test_in_chromium_list_compare_and_drill_down(viewer, two_runs, browser, tmp_
     _wait_view(browser, "compare")
     memories = ["short/buffer", "short/window:k=1"] + [f"small/{m}" for m in SMALL_MEMORIES]
     summary = browser.find_elements(By.CSS_SELECTOR, "#summary tbody tr")
-    assert [r.find_element(By.TAG_NAME, "td").text for r in summary] == memories
+    shown = [r.find_element(By.TAG_NAME, "td").text for r in summary]
+    assert sorted(shown) == sorted(memories)  # sorted by the ranking figure, highest first
+    column = [
+        th.get_attribute("data-key")
+        for th in summary[0].find_elements(By.XPATH, "../../thead/tr/th")
+    ]
+    recall = [
+        r.find_elements(By.TAG_NAME, "td")[column.index("evidence_recall")].text for r in summary
+    ]
+    values = [float(v.rstrip("%")) for v in recall]
+    assert values == sorted(values, reverse=True)
+    assert "ranked by evidence recall" in browser.find_element(By.ID, "ranked-by").text
     assert browser.find_elements(By.CSS_SELECTOR, "#headline li")
     assert browser.find_elements(By.CSS_SELECTOR, "#pairs tbody tr")
     wait.until(

@@ -1,0 +1,173 @@
+"""Every figure of a run's summary, declared once: its column, its labels, which way is better,
+its unit, how it aggregates and what it needs to mean anything.
+
+What a figure needs decides whether it may rank memories for a run (``Metric.meaningful``):
+
+- ``ANSWERING_MODEL``: the answering model's replies are scored, so the figure measures a real
+  model only; with the offline reader (an extractive stand-in, tuned on the built-in suite) it
+  measures the instrument. On BEAM the reader scores every memory alike (5.6%) while evidence
+  recall runs from 31% to 63%: such a figure must not say which memory is best.
+- ``JUDGE``: a real LLM judge graded the replies (the offline judge is a stand-in too).
+- ``EVIDENCE``: the probes name their evidence turns.
+
+The answer a report leads with, the cost frontier and the viewer's comparison rank by the
+first of ``RANKING`` that is meaningful for the run (``lead_metric``): J with a real model and
+judge, recall with a real model, evidence recall otherwise. The summary's tables, the report
+and the viewer take labels and directions from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memory_lab.scoring.ranks import RANK_SCORES
+
+ANSWERING_MODEL = "a real answering model"
+JUDGE = "a real judge"
+EVIDENCE = "evidence turns"
+
+PROBES = "answerable probes with answers to match"  # what recall is over
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a run (or runs compared) had: a real answering model (not the offline reader), a
+    real judge (not the offline one) that graded it, probes with evidence turns."""
+
+    real_answering_model: bool
+    real_judge: bool
+    evidence: bool
+
+    def has(self, need: str) -> bool:
+        return {
+            ANSWERING_MODEL: self.real_answering_model,
+            JUDGE: self.real_judge,
+            EVIDENCE: self.evidence,
+        }[need]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One summary column. ``unit``: ``share`` (0-1, shown as a percent), ``score`` (0-1, shown
+    with three decimals), ``tokens``, ``usd``, ``seconds`` or ``count``. ``interval``: the
+    columns of its 95% interval; ``spread``: the column of its sd over judge runs."""
+
+    name: str
+    label: str  # the tables' heading
+    title: str  # how the answer names it
+    unit: str
+    over: str  # what it aggregates over
+    higher_is_better: bool = True
+    needs: tuple[str, ...] = ()
+    interval: tuple[str, str] | None = None
+    spread: str | None = None
+
+    @property
+    def noun(self) -> str:
+        """The figure's name in a sentence: "evidence recall", "recall", "J"."""
+        name = self.title.split(" (")[0]
+        return name if name.isupper() else name.lower()
+
+    def meaningful(self, facts: RunFacts) -> bool:
+        """Whether the figure measures the memories in a run with these facts."""
+        return all(facts.has(need) for need in self.needs)
+
+    def missing(self, facts: RunFacts) -> list[str]:
+        """What the run lacked for this figure to mean anything (empty when it is meaningful)."""
+        return [need for need in self.needs if not facts.has(need)]
+
+
+def _share(name: str, label: str, title: str, over: str, *needs: str, **kw) -> Metric:
+    return Metric(name, label, title, "share", over, needs=needs, **kw)
+
+
+def _score(name: str, label: str, title: str) -> Metric:
+    return Metric(name, label, title, "score", PROBES, needs=(ANSWERING_MODEL,))
+
+
+METRICS: tuple[Metric, ...] = (
+    _share(
+        "judge_accuracy",
+        "J",
+        "J (the judge's accuracy)",
+        PROBES,
+        ANSWERING_MODEL,
+        JUDGE,
+        spread="judge_accuracy_sd",
+    ),  # fmt: skip
+    _share(
+        "accuracy",
+        "recall",
+        "Recall",
+        PROBES,
+        ANSWERING_MODEL,
+        interval=("accuracy_low", "accuracy_high"),
+    ),  # fmt: skip
+    _share(
+        "evidence_recall",
+        "evid-recall",
+        "Evidence recall (retrieval)",
+        "answerable probes with evidence",
+        EVIDENCE,
+    ),  # fmt: skip
+    _share(
+        "context_hit_rate",
+        "ans-in-ctx",
+        "Answer in context",
+        "answerable probes whose answer can be matched verbatim",
+    ),  # fmt: skip
+    _share("abstention_accuracy", "abstain", "Abstention", "abstention probes", ANSWERING_MODEL),
+    Metric(
+        "stale_rate",
+        "stale",
+        "Stale answers",
+        "share",
+        "probes with a superseded answer",
+        higher_is_better=False,
+        needs=(ANSWERING_MODEL,),
+    ),  # fmt: skip
+    _score("f1_locomo", "F1 LoCoMo", "F1 LoCoMo"),
+    _score("f1_mem0", "F1 mem0", "F1 (mem0's)"),
+    _score("bleu1", "BLEU-1", "BLEU-1"),
+    _score("exact_match", "EM", "Exact match"),
+    *(
+        Metric(name, name, name, "score", "answerable probes with evidence", needs=(EVIDENCE,))
+        for name in RANK_SCORES
+    ),
+    Metric(
+        "mean_prompt_tokens",
+        "prompt/turn",
+        "Prompt tokens per turn",
+        "tokens",
+        "user turns",
+        higher_is_better=False,
+    ),  # fmt: skip
+    Metric(
+        "memory_tokens", "mem tokens", "Memory tokens", "tokens", "the run", higher_is_better=False
+    ),  # fmt: skip
+    Metric(
+        "total_tokens", "total tokens", "Total tokens", "tokens", "the run", higher_is_better=False
+    ),  # fmt: skip
+    Metric(
+        "est_cost_usd", "est. cost $", "Estimated cost", "usd", "the run", higher_is_better=False
+    ),  # fmt: skip
+    Metric("seconds", "sec", "Seconds", "seconds", "the run", higher_is_better=False),
+)
+BY_NAME = {m.name: m for m in METRICS}
+# The figures that may lead the answer, in order: the first meaningful one leads.
+RANKING = ("judge_accuracy", "accuracy", "evidence_recall")
+
+
+def metric(name: str) -> Metric:
+    """The declaration of the summary column ``name``."""
+    return BY_NAME[name]
+
+
+def lead_metric(facts: RunFacts, present: set[str] | None = None) -> Metric | None:
+    """The first of ``RANKING`` meaningful for a run with these ``facts`` (and, given the
+    columns ``present`` with a value, one the summary has); None when none is."""
+    for name in RANKING:
+        m = BY_NAME[name]
+        if m.meaningful(facts) and (present is None or name in present):
+            return m
+    return None
