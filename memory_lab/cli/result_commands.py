@@ -19,7 +19,7 @@ def report_command(args: argparse.Namespace) -> int:
 
     folders = list(dict.fromkeys(args.results_dir))
     for folder in folders:
-        results = read_results(folder, prompts=False)  # charts and tables: no prompt text
+        results = read_results(folder, prompts="checked")  # charts and tables: no prompt text
         if results.turns.empty and results.probes.empty:
             raise BadInput(f"{folder}: records.jsonl holds no records; nothing to report")
     if len(folders) > 1:  # one page comparing them, no charts folder written into any run

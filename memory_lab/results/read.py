@@ -40,7 +40,7 @@ from memory_lab.text.limits import (
 RECORDS_FILE = "records.jsonl"
 SUMMARY_FILE = "summary.csv"
 CATEGORY_SUMMARY_FILE = "summary_by_category.csv"
-PROMPT_READINGS = ("restored", "dropped", "stored")  # read_records(prompts=...)
+PROMPT_READINGS = ("restored", "dropped", "stored", "checked")  # read_records(prompts=...)
 
 
 @dataclass
@@ -152,7 +152,8 @@ def read_records(
     ``"dropped"``, every prompt None (as with ``--no-prompts``: for readers that show none,
     which then hold no prompt text); ``"stored"``, the records exactly as written, deltas and
     all, for copying whole cells (``run --resume``; its deltas checked all the same), never for
-    showing prompts.
+    showing prompts; ``"checked"``, every delta restored to check it, then every prompt None
+    (for readers that show no prompt text but must refuse a corrupt folder: the report).
 
     records.jsonl must be a regular file in the folder (``open_in_folder``) of at most
     ``max_bytes`` (``MAX_RECORDS_BYTES`` unless given), each line at most
@@ -204,24 +205,25 @@ def _read_lines(
                         f"{MAX_RESTORED_CHARS:,} characters (MAX_RESTORED_CHARS); read it "
                         "without prompts (read_results(folder, prompts=False))"
                     )
-            record = restored if prompts == "restored" else record
+            record = {"restored": restored, "checked": without_prompt(record)}.get(prompts, record)
         records.append(record)
     return records
 
 
-def read_results(path: str | Path, *, prompts: bool = True) -> Results:
+def read_results(path: str | Path, *, prompts: bool | str = True) -> Results:
     """Read a results folder into DataFrames: ``turns``, ``probes``, ``cells`` and ``usage``.
 
     Columns are the fields of the typed records (``memory_lab.log.records``), the same whether or
     not any cell failed, plus one ``param_<name>`` column per memory parameter beside the
     ``memory`` label (from ``run.json``). ``prompts=False``: every ``prompt`` None, not restored
-    (``read_records``), for figures that need no prompt text (the summary at a run's end).
+    (``read_records``), for figures that need no prompt text (the summary at a run's end);
+    ``prompts="checked"``: the same, with every prompt's delta checked (the report).
     """
     folder = Path(path)
     run = read_run_json(folder)
     spec = spec_of(folder, run)
     params = _memory_params(spec)
-    reading = "restored" if prompts else "dropped"
+    reading = prompts if isinstance(prompts, str) else "restored" if prompts else "dropped"
     records = ended_cells(read_records(folder, prompts=reading))  # a cell cut short: not shown
     frames = {}
     for kind, record_type in RECORD_TYPES.items():

@@ -645,12 +645,12 @@ def _write(path: Path, html: str) -> Path:
 
 def write_report(results_dir: str | Path) -> Path:
     """Write ``report.html`` into the results folder and return its path."""
-    results = read_results(results_dir, prompts=False)  # the page shows no prompt text
+    results = read_results(results_dir, prompts="checked")  # the page shows no prompt text
     return _write(Path(results_dir) / REPORT_FILE, render_report(results))
 
 
 def write_comparison(results_dirs: list[str | Path], out: str | Path) -> Path:
     """Write one page comparing several results folders to ``out`` and return its path."""
     paths = [Path(d) for d in results_dirs]
-    runs = [read_results(p, prompts=False) for p in paths]
+    runs = [read_results(p, prompts="checked") for p in paths]
     return _write(Path(out), render_comparison(runs, run_names(paths)))
