@@ -19,13 +19,14 @@ from pathlib import Path
 from memory_lab import load_dialogues, resolve_memories, run_benchmark
 from memory_lab.results.read import read_results
 from memory_lab.results.summary import reader_accuracy, summarize_by_category
+from memory_lab.run.prepare import CLASSIC_MEMORIES
 from memory_lab.views.charts import save_charts
 from memory_lab.views.report import write_report
 from memory_lab.views.tables import format_category_table, format_reader_line, format_summary
 
 # The default comparison stays these five as more memories are registered (``--memory all``
 # runs every registered memory).
-CLASSIC_FIVE = ["buffer", "window", "summary", "summary_buffer", "vector"]
+CLASSIC_FIVE = list(CLASSIC_MEMORIES)
 
 
 def main() -> int:

@@ -35,10 +35,11 @@ def _add_run_inputs(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--memory",
         nargs="+",
-        default=["all"],
+        default=None,
         metavar="SPEC",
-        help="'all' (the default: every registered memory, see memory-lab list) or specs such "
-        "as buffer window:k=4 summary_buffer:max_token_limit=300",
+        help="specs such as buffer window:k=4 summary_buffer:max_token_limit=300, or 'all' "
+        "(every registered memory, see memory-lab list); default: the five classic memories, "
+        "buffer window summary summary_buffer vector",
     )
     run.add_argument(
         "--dialogues",

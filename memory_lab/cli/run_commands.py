@@ -60,7 +60,7 @@ def run_command(args: argparse.Namespace) -> int:
     """``memory-lab run``; ``args.given`` names the options given (``parser.given_run_options``)."""
     from memory_lab.dialogue.sources import load_dialogues
     from memory_lab.run.benchmark import resume_benchmark, run_benchmark
-    from memory_lab.run.prepare import resolve_memories
+    from memory_lab.run.prepare import CLASSIC_MEMORIES, resolve_memories
 
     resources = named_values(args.resource, "--resource")
     if args.resume:
@@ -84,6 +84,14 @@ def run_command(args: argparse.Namespace) -> int:
         )
         return _report_run(outcome)
     config = run_config(args)
+    if args.memory is None:
+        args.memory = list(CLASSIC_MEMORIES)
+        if not args.quiet:
+            print(
+                f"no --memory given: comparing the five classic memories "
+                f"({', '.join(CLASSIC_MEMORIES)}); --memory all runs every registered memory",
+                file=sys.stderr,
+            )
     memories = resolve_memories(args.memory)
     dialogues = load_dialogues(*args.dialogues)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -92,6 +92,11 @@ DEFAULT_PRICE_MODEL = "gpt-4o-mini"
 DEFAULT_EMBEDDING_PRICE_MODEL = "text-embedding-3-small"
 
 
+# What ``memory-lab run`` compares when no --memory is given: the README's comparison, however
+# many memories are registered (``--memory all`` runs every one).
+CLASSIC_MEMORIES = ("buffer", "window", "summary", "summary_buffer", "vector")
+
+
 def resolve_memories(specs: list[str]) -> list[MemorySpec]:
     """Expand ``all`` and parse every spec (MemorySpecError on the first bad one)."""
     out: list[MemorySpec] = []

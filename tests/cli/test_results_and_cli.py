@@ -256,3 +256,14 @@ def test_run_benchmark_refuses_a_folder_with_a_run_unless_told_to_overwrite_it(t
     assert {r["memory"] for r in read_records(out)} == {"buffer"}
     assert not (out / "charts").exists()  # the old run's outputs went, with it
     assert (out / "notes.txt").read_text() == "mine"  # nothing else was touched
+
+
+def test_run_without_memory_compares_the_five_classic_memories_and_says_so(tmp_path, capsys):
+    """Not every registered memory (graphiti and hindsight would take minutes): the README's
+    five, with a line saying so; --memory all runs every one."""
+    out = tmp_path / "run"
+    argv = ["run", "--dialogues", str(FIXTURES / "dialogues" / "mini.yaml"), "--out", str(out)]
+    assert main(argv) == 0
+    assert "no --memory given: comparing the five classic memories" in capsys.readouterr().err
+    memories = json.loads((out / "run.json").read_text())["memories"]
+    assert memories == ["buffer", "window", "summary", "summary_buffer", "vector"]
