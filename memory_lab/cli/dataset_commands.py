@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from memory_lab.dialogue.importers import FORMATS, importer_options
 from memory_lab.dialogue.sources import validate
@@ -64,8 +63,6 @@ def import_command(args: argparse.Namespace) -> int:
 
 
 def beam_scores_command(args: argparse.Namespace) -> int:
-    import csv
-
     from memory_lab.results.beam_scores import (
         PROTOCOLS,
         LLMBeamGrader,
@@ -73,7 +70,9 @@ def beam_scores_command(args: argparse.Namespace) -> int:
         format_beam_table,
         load_beam_prompts,
         score_run,
+        write_scores,
     )
+    from memory_lab.results.judge_costs import RunJudging
 
     protocols = PROTOCOLS if args.beam_protocol == "both" else (args.beam_protocol,)
     if args.judge == "offline":
@@ -84,36 +83,38 @@ def beam_scores_command(args: argparse.Namespace) -> int:
                 "--beam-copy DIR: your BEAM copy, whose src/prompts.py holds the judge prompt "
                 "(not bundled: BEAM's repository has no licence)"
             )
-        from memory_lab.models.providers import provider_chat_model
-
         prompts = load_beam_prompts(args.beam_copy)
-        model = provider_chat_model(args.judge, base_url=args.base_url, temperature=0.0)
-        grader, template = LLMBeamGrader(model, prompts), prompts.judge
+        judge = RunJudging.of(args.results_dir).judge(args.judge, base_url=args.base_url)
+        grader, template = LLMBeamGrader(judge, prompts), prompts.judge
     rows = score_run(args.results_dir, grader, protocols, template)
-    out = Path(args.results_dir) / "beam_scores.csv"
-    with open(out, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    out, account = write_scores(args.results_dir, rows, grader)
     print(format_beam_table(rows, args.judge))
     print(f"\nper-question scores: {out}")
+    if account is not None:
+        print(account.describe())
     return 0
 
 
 def judge_cognitive_command(args: argparse.Namespace) -> int:
     from memory_lab.results.cognitive_judge import (
-        cognitive_judge_model,
+        JUDGE_MAX_TOKENS,
         judge_results,
         load_cognitive_prompt,
+        require_model,
     )
+    from memory_lab.results.judge_costs import RunJudging
 
     prompt = load_cognitive_prompt(args.prompt_from)
-    model = cognitive_judge_model(args.judge, args.base_url)
-    summaries = judge_results(args.results, model, prompt, args.out)
+    require_model(args.judge)
+    judge = RunJudging.of(args.results).judge(
+        args.judge, base_url=args.base_url, max_tokens=JUDGE_MAX_TOKENS
+    )
+    summaries = judge_results(args.results, judge, prompt, args.out)
     for memory, s in summaries.items():
         print(
             f"{memory}: Cognitive score {s['overall_avg']} over {s['total_samples']} probe(s) "
             f"(total {s['total_score']}; correct 1, partial 0.5, wrong 0)"
         )
+    print(judge.account([prompt]).describe())
     print(f"wrote every verdict to {args.out}")
     return 0

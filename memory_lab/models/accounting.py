@@ -33,6 +33,16 @@ class Usage:
     def total(self) -> int:
         return self.input_tokens + self.output_tokens + self.embedding_tokens
 
+    def __sub__(self, other: Usage) -> Usage:
+        """What accrued between two readings of a meter (``Meter.peek``)."""
+        return Usage(
+            self.llm_calls - other.llm_calls,
+            self.cache_hits - other.cache_hits,
+            self.input_tokens - other.input_tokens,
+            self.output_tokens - other.output_tokens,
+            self.embedding_tokens - other.embedding_tokens,
+        )
+
 
 class Meter:
     """Accumulates usage; ``take()`` returns what accrued since the last take and resets."""
@@ -52,6 +62,10 @@ class Meter:
     def take(self) -> Usage:
         usage, self._usage = self._usage, Usage()
         return usage
+
+    def peek(self) -> Usage:
+        """What accrued since the last take, without resetting it (a judge's running bill)."""
+        return Usage(**asdict(self._usage))
 
 
 def _usage_of(response: LLMResult) -> list[tuple[int, int]]:
@@ -101,6 +115,10 @@ class Price:
 
     input_per_mtok: float
     output_per_mtok: float = 0.0
+
+    def cost(self, input_tokens: int, output_tokens: int = 0) -> float:
+        """US dollars for these tokens at this price."""
+        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
 
 
 def load_prices(path: str | Path | None = None) -> dict[str, Price]:

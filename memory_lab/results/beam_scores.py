@@ -12,7 +12,14 @@
 - **Per ability**: BEAM's report averages each ability's questions per conversation, then the
   conversations: the judge mean, except for event ordering, where it is the normalised τ-b.
 
-Two protocols. ``reference`` reproduces the reference code's quirks: ``<question>`` is never
+The judge is two protocols on the judge core (``scoring/judge_core.py``): ``BeamRubric`` (the
+rubric prompt, its JSON read by ``parse_judge_output``) and ``BeamEquivalence`` (the YES/NO
+check). Its model goes through the run's call cache (``results.judge_costs.RunJudging``), so
+scoring a run again sends no request; every question's row names the judge and its prompt's
+SHA-256 and counts its calls and tokens, and the judge's account (tokens, estimated cost) is
+written beside ``beam_scores.csv`` (``write_scores``).
+
+Two BEAM protocols. ``reference`` reproduces the reference code's quirks: ``<question>`` is never
 substituted into the judge prompt, and ``int(score)`` turns 0.5 into 0 (event ordering's judge
 mean uses ``float``, as there). ``corrected`` substitutes the question and keeps 0.5.
 
@@ -32,25 +39,28 @@ import ast
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from memory_lab.dialogue.importers.beam import ABILITIES, VALUE_NUGGET
 from memory_lab.errors import BadInput
+from memory_lab.models.accounting import Usage
 from memory_lab.scoring.judge import (
     assigned_value,
     describe_expression,
-    invoke_judge,
     last_binding,
     literal_text,
     python_source,
 )
+from memory_lab.scoring.judge_core import Judge, JudgeProtocol, json_object
 from memory_lab.text.limits import printable
 from memory_lab.text.normalize import contains_answer
 
 PROTOCOLS = ("reference", "corrected")
+SCORES_FILE = "beam_scores.csv"
+SCORER = "beam-scores"  # names the judge's account in the results folder (results.judge_costs)
 JUDGE_PROMPT_NAME = "unified_llm_judge_base_prompt"
 PROMPTS_FILE = Path("src") / "prompts.py"
 METRICS_FILE = Path("src") / "evaluation" / "compute_metrics.py"
@@ -58,6 +68,7 @@ _PROMPT_READ_LIMIT = 8 * 1024 * 1024  # prompts.py is about 0.6 MB
 _PLACEHOLDER = re.compile(r"<question>|<rubric_item>|<llm_response>")
 _SNIPPETS = {"first_paragraph": "{first}", "second_paragraph": "{second}"}  # llm_equivalence's
 _MAX_VALUE_WORDS = 6
+_SCORE = re.compile(r"""["']?score["']?\s*:\s*["']?(-?[0-9]+(?:\.[0-9]+)?)""")
 
 
 class BeamPromptError(BadInput):
@@ -75,13 +86,64 @@ class BeamPrompts:
     equivalence_user: str
     source: str
 
+    @property
+    def rubric(self) -> BeamRubric:
+        return BeamRubric(self.judge)
+
+    @property
+    def equivalence(self) -> BeamEquivalence:
+        return BeamEquivalence(self.equivalence_system, self.equivalence_user)
+
     def equivalence_messages(self, first: str, second: str) -> list[dict[str, str]]:
+        return self.equivalence.fill(first, second)
+
+
+@dataclass(frozen=True)
+class BeamRubric(JudgeProtocol):
+    """BEAM's rubric judge as a protocol of the judge core: ``unified_llm_judge_base_prompt``
+    filled for one rubric item (``judge_prompt``), its reply read by ``parse_judge_output``;
+    the score is the JSON's ``score`` as the judge gave it (the BEAM protocols' reading of it is
+    ``item_score``'s)."""
+
+    name: ClassVar[str] = "beam-rubric"
+
+    template: str
+
+    @property
+    def prompts(self) -> Mapping[str, str]:
+        return {JUDGE_PROMPT_NAME: self.template}
+
+    def fill(self, question: str, item: str, reply: str, protocol: str) -> str:
+        return judge_prompt(self.template, question, item, reply, protocol)
+
+    def read(self, raw: str) -> tuple[Any, float | None]:
+        parsed = parse_judge_output(raw)
+        return parsed, item_score(parsed, "corrected", "")
+
+
+@dataclass(frozen=True)
+class BeamEquivalence(JudgeProtocol):
+    """BEAM's ``llm_equivalence`` check as a protocol: its system message and user template
+    (``{first}`` and ``{second}`` stand for the two snippets); a reply with ``yes`` in it
+    (any case) reads as equivalent (score 1)."""
+
+    name: ClassVar[str] = "beam-equivalence"
+
+    system: str
+    user: str
+
+    @property
+    def prompts(self) -> Mapping[str, str]:
+        return {"llm_equivalence.system_msg": self.system, "llm_equivalence.user_msg": self.user}
+
+    def fill(self, first: str, second: str) -> list[dict[str, str]]:
         values = {"{first}": first, "{second}": second}
-        user = re.sub(r"\{first\}|\{second\}", lambda m: values[m.group()], self.equivalence_user)
-        return [
-            {"role": "system", "content": self.equivalence_system},
-            {"role": "user", "content": user},
-        ]
+        user = re.sub(r"\{first\}|\{second\}", lambda m: values[m.group()], self.user)
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
+
+    def read(self, raw: str) -> tuple[bool, float]:
+        same = "yes" in raw.lower()
+        return same, float(same)
 
 
 def find_beam_copy(start: Path) -> Path | None:
@@ -202,8 +264,11 @@ def judge_prompt(template: str, question: str, item: str, reply: str, protocol: 
 
 def parse_judge_output(text: str) -> Any:
     """The judge's JSON as the reference's ``parse_json_response`` reads it (a fenced block, the
-    whole text, or the first ``{...}``/``[...]``); where the reference would fall back to
-    ``json_repair``, a ``"score": N`` is read; None when nothing can be read."""
+    whole text, or the first ``{...}``/``[...]``). Where the reference falls back to
+    ``json_repair``, the first JSON object with a ``score`` is read as the object says
+    (``judge_core.json_object``: whole, or cut short or malformed, field by field; never a score
+    mentioned in prose before it, inside a string or in a nested object); a text with no object
+    at all, a ``"score": N`` in it; None when nothing can be read."""
     response = text.strip()
     if response.startswith("```"):
         m = re.search(r"```(?:json)?\s*(\[.*\]|\{.*\})\s*```", response, re.DOTALL)
@@ -219,7 +284,9 @@ def parse_judge_output(text: str) -> Any:
             return json.loads(m.group(1))
         except json.JSONDecodeError:
             pass
-    m = re.search(r"""["']?score["']?\s*:\s*["']?(-?[0-9]+(?:\.[0-9]+)?)""", text)
+    if "{" in text:
+        return json_object(text, "score")
+    m = _SCORE.search(text)
     return {"score": float(m.group(1))} if m else None
 
 
@@ -342,22 +409,36 @@ class QuestionScore:
 
 
 class LLMBeamGrader:
-    """A judge model (a LangChain chat model) with BEAM's prompts: one call per rubric item,
-    one per (reply line, reference item) pair of the equivalence alignment."""
+    """A judge (a ``judge_core.Judge``, or a LangChain chat model made one) with BEAM's two
+    protocols: one call per rubric item, one per (reply line, reference item) pair of the
+    equivalence alignment; ``usage`` is what its calls used so far."""
 
     def __init__(self, model: Any, prompts: BeamPrompts):
-        self.model = model
+        self.judge = Judge.of(model)
         self.prompts = prompts
+        self.rubric = prompts.rubric
+        self.equivalence = prompts.equivalence
         self.aligns = True
 
+    @property
+    def name(self) -> str:
+        return self.judge.name
+
+    @property
+    def protocols(self) -> tuple[JudgeProtocol, ...]:
+        return (self.rubric, self.equivalence)
+
+    def usage(self) -> Usage:
+        return self.judge.usage()
+
     def grade(self, prompt: str, item: str, reply: str, ability: str) -> tuple[Any, str, str]:
-        raw = _text(invoke_judge(self.model, prompt)).strip()
-        parsed = parse_judge_output(raw)
-        return parsed, ("judge" if parsed is not None else "unreadable"), raw
+        verdict = self.judge.verdict(self.rubric, prompt)
+        parsed = verdict.parsed
+        return parsed, ("judge" if parsed is not None else "unreadable"), verdict.raw
 
     def equivalent(self, first: str, second: str) -> bool:
-        messages = self.prompts.equivalence_messages(first, second)
-        return "yes" in _text(invoke_judge(self.model, messages)).lower()
+        prompt = self.equivalence.fill(first, second)
+        return bool(self.judge.verdict(self.equivalence, prompt).parsed)
 
 
 def value_of(item: str, ability: str) -> str | None:
@@ -374,6 +455,11 @@ class OfflineBeamGrader:
     no equivalence alignment, so event ordering's τ-b is ungraded."""
 
     aligns = False
+    name = "offline"
+    protocols: tuple[JudgeProtocol, ...] = ()
+
+    def usage(self) -> Usage:
+        return Usage()  # no model is called
 
     def grade(self, prompt: str, item: str, reply: str, ability: str) -> tuple[Any, str, str]:
         value = value_of(item, ability)
@@ -383,13 +469,6 @@ class OfflineBeamGrader:
 
     def equivalent(self, first: str, second: str) -> bool:  # pragma: no cover - never aligned
         raise NotImplementedError
-
-
-def _text(message: Any) -> str:
-    content = getattr(message, "content", message)
-    if isinstance(content, list):
-        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
-    return str(content)
 
 
 def score_question(
@@ -453,7 +532,8 @@ def score_probes(
 ) -> list[dict[str, Any]]:
     """Every BEAM probe of a run's probe table scored under each protocol: one row per (probe,
     protocol) with memory, scale, conversation, ability, probe, protocol, score, judge_score,
-    tau_norm, graded, items and the run's evidence_recall."""
+    tau_norm, graded, items, the run's evidence_recall, and the judge's columns
+    (``judge_columns``)."""
     rows = []
     for _, p in probes.iterrows() if not probes.empty else ():
         meta = p.get("probe_metadata")
@@ -461,6 +541,7 @@ def score_probes(
             continue
         rubric = [str(r) for r in meta.get("rubric") or []]
         for protocol in protocols:
+            before = grader.usage()
             q = score_question(
                 meta["beam_ability"],
                 p["question"],
@@ -484,9 +565,45 @@ def score_probes(
                     "graded": q.graded,
                     "items": len(q.grades),
                     "evidence_recall": _number(p.get("evidence_recall")),
+                    **judge_columns(grader, grader.usage() - before),
                 }
             )
     return rows
+
+
+def judge_columns(grader: Any, spent: Usage) -> dict[str, Any]:
+    """A question's judge columns: the judge (``offline`` or its model string), the SHA-256 of
+    its rubric prompt (empty offline), and the calls (cache hits among them) and tokens its
+    scoring took (``spent``)."""
+    rubric = next((p for p in grader.protocols if isinstance(p, BeamRubric)), None)
+    return {
+        "judge": grader.name,
+        "judge_prompt_sha256": rubric.prompt_sha256 if rubric is not None else "",
+        "judge_calls": spent.llm_calls,
+        "judge_cache_hits": spent.cache_hits,
+        "judge_input_tokens": spent.input_tokens,
+        "judge_output_tokens": spent.output_tokens,
+    }
+
+
+def write_scores(
+    results_dir: str | Path, rows: Sequence[dict[str, Any]], grader: Any
+) -> tuple[Path, dict[str, Any] | None]:
+    """``rows`` written to ``beam_scores.csv`` in the results folder, and the judge's account
+    beside it (``judge_costs.write_account``: its model, prompts' SHA-256, calls, tokens and
+    estimated cost; an offline grading removes a model judge's earlier one). (The CSV's path,
+    the account; None offline.)"""
+    import csv
+
+    from memory_lab.results.judge_costs import write_account
+
+    out = Path(results_dir) / SCORES_FILE
+    with open(out, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    judge = grader.judge if isinstance(grader, LLMBeamGrader) else None
+    return out, write_account(results_dir, SCORER, judge, grader.protocols)
 
 
 def _number(value: Any) -> float | None:

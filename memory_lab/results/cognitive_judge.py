@@ -13,6 +13,13 @@ else JSON, else the first of the words correct / wrong / partial found, in that 
 "incorrect" reads as correct, as in the reference); ``correct`` scores 1, ``partial`` 0.5 and
 anything else 0. ``summarize`` aggregates as the reference's ``_compute_summary``: total, mean
 and per-category means, rounded as it rounds (2 and 4 decimals).
+
+The judge is a protocol on the judge core (``scoring/judge_core.py``): ``CognitivePrompt`` is its
+prompt, filled per reply (``fill``) and read by ``parse_judge_response`` (``read``). Its model
+goes through the run's call cache (``results.judge_costs.RunJudging``), so judging the same run
+again sends no request; the verdicts file names the judge model and the prompt's SHA-256 and
+records the judge's calls, tokens and estimated cost, and the same account is written into the
+results folder (``judge-cognitive.judge.json``).
 """
 
 from __future__ import annotations
@@ -21,10 +28,10 @@ import ast
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.language_models import BaseChatModel
 
@@ -33,15 +40,16 @@ from memory_lab.scoring.judge import (
     assigned_value,
     describe_expression,
     format_fields,
-    invoke_judge,
     literal_text,
     python_source,
 )
+from memory_lab.scoring.judge_core import Judge, JudgeProtocol, judge_models
 from memory_lab.text.limits import printable
 
 PROMPT_FILE = "evaluation_framework/task_eval/prompt.py"  # in a Locomo-Plus checkout
 MAX_PROMPT_FILE_BYTES = 256 * 1024
 CATEGORY = "Cognitive"  # the reference's name for the category
+SCORER = "judge-cognitive"  # names the judge's account in the results folder (results.judge_costs)
 LABEL_TO_SCORE = {"correct": 1.0, "partial": 0.5, "wrong": 0.0}
 _KNOWN = "{pred}, {evidence} and {gold}"  # the template's placeholders, as the reference fills
 JUDGE_MAX_TOKENS = 512  # the reference judge's --max-tokens default (temperature 0)
@@ -55,19 +63,38 @@ class CognitiveJudgeError(BadInput):
 
 
 @dataclass(frozen=True)
-class CognitivePrompt:
+class CognitivePrompt(JudgeProtocol):
     """The Cognitive grading prompt read from ``source``: its template and the conversation
-    prefix the reference puts before every judge call."""
+    prefix the reference puts before every judge call. As the judge's protocol: filled per
+    reply (``fill``), read by ``parse_judge_response`` (``read``: its label and reason, scored
+    1 / 0.5 / 0); an empty reply reads as ``(empty)``, as the reference's client returns it."""
+
+    name: ClassVar[str] = "cognitive"
+    empty_reply: ClassVar[str] = "(empty)"
 
     source: str
     template: str
     conv_start: str
+
+    @property
+    def prompts(self) -> Mapping[str, str]:
+        return {
+            f"PROMPT_TEMPLATES[{CATEGORY!r}]": self.template,
+            "CONV_START_PROMPT": self.conv_start,
+        }
 
     def format(self, evidence: str, reply: str) -> str:
         """The judge's prompt for one reply, exactly as the reference sends it."""
         text = self.template.format(gold="", pred=reply or "", evidence=evidence or "")
         prefix = self.conv_start.format("A", "B")
         return prefix + text.strip() if text.strip() else prefix.strip()
+
+    def fill(self, evidence: str, reply: str) -> str:
+        return self.format(evidence, reply)
+
+    def read(self, raw: str) -> tuple[tuple[str, str], float]:
+        label, reason = parse_judge_response(raw)
+        return (label, reason), label_score(label)
 
 
 def _value(tree: ast.Module, name: str, where: str) -> ast.expr:
@@ -163,20 +190,21 @@ class CognitiveVerdict:
     reason: str
     score: float
     raw: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_hit: bool = False
 
 
 def judge_cognitive(
-    model: BaseChatModel, prompt: CognitivePrompt, evidence: str, reply: str
+    model: BaseChatModel | Judge, prompt: CognitivePrompt, evidence: str, reply: str
 ) -> CognitiveVerdict:
     """Ask ``model`` whether ``reply`` is linked to the cue ``evidence``; an empty answer reads
     as ``(empty)``, as the reference's client returns it."""
-    message = invoke_judge(model, prompt.format(evidence, reply))
-    content = message.content
-    if not isinstance(content, str):
-        content = "".join(p if isinstance(p, str) else str(p.get("text", "")) for p in content)
-    raw = content.strip() or "(empty)"
-    label, reason = parse_judge_response(raw)
-    return CognitiveVerdict(label, reason, label_score(label), raw)
+    v = Judge.of(model).verdict(prompt, prompt.fill(evidence, reply))
+    (label, reason), score = v.parsed, v.score
+    return CognitiveVerdict(
+        label, reason, score, v.raw, v.input_tokens, v.output_tokens, v.cache_hit
+    )
 
 
 def summarize(scored: Iterable[tuple[str, float]]) -> dict[str, Any]:
@@ -206,10 +234,12 @@ def summarize(scored: Iterable[tuple[str, float]]) -> dict[str, Any]:
 
 
 def judge_records(
-    records: Iterable[dict[str, Any]], model: BaseChatModel, prompt: CognitivePrompt
+    records: Iterable[dict[str, Any]], model: BaseChatModel | Judge, prompt: CognitivePrompt
 ) -> list[dict[str, Any]]:
     """The Cognitive verdict of every cognitive probe record of a run (``read_records``), in
-    record order: its ids, the reply and the judge's label, reason, score and output."""
+    record order: its ids, the reply and the judge's label, reason, score and output, with the
+    call's tokens and whether the call cache answered it."""
+    judge = Judge.of(model)
     out = []
     for r in records:
         if r.get("type") != "probe" or r.get("category") != "cognitive":
@@ -220,7 +250,7 @@ def judge_records(
                 f"{r.get('dialogue')} {r.get('probe_id')}: probe_metadata.judge_evidence: "
                 "missing (import it with locomo-plus:)"
             )
-        v = judge_cognitive(model, prompt, evidence, r.get("reply", ""))
+        v = judge_cognitive(judge, prompt, evidence, r.get("reply", ""))
         out.append(
             {
                 "dialogue": r.get("dialogue"),
@@ -232,33 +262,43 @@ def judge_records(
                 "judge_reason": v.reason,
                 "judge_score": v.score,
                 "judge_raw": v.raw,
+                "judge_input_tokens": v.input_tokens,
+                "judge_output_tokens": v.output_tokens,
+                "judge_cache_hit": v.cache_hit,
             }
         )
     return out
 
 
-def cognitive_judge_model(spec: str, base_url: str | None = None) -> BaseChatModel:
-    """The judge model ``PROVIDER:MODEL`` as the reference calls it: temperature 0, at most 512
-    tokens out. There is no offline Cognitive judge: grading a reply's link to a cue takes a
-    model."""
-    from memory_lab.models.providers import provider_chat_model
-
+def require_model(spec: str) -> None:
+    """CognitiveJudgeError unless ``spec`` names a model: there is no offline Cognitive judge
+    (grading a reply's link to a cue takes a model)."""
     if ":" not in spec:
         raise CognitiveJudgeError(f"--judge {spec}: the Cognitive judge needs PROVIDER:MODEL")
-    model = provider_chat_model(spec, base_url=base_url, temperature=0.0)
-    if "max_tokens" in type(model).model_fields:
-        model.max_tokens = JUDGE_MAX_TOKENS
+
+
+def cognitive_judge_model(
+    spec: str, base_url: str | None = None, cache: Any = None
+) -> BaseChatModel:
+    """The judge model ``PROVIDER:MODEL`` as the reference calls it: temperature 0, at most 512
+    tokens out (through ``cache`` when given; ``RunJudging.judge`` gives the run's)."""
+    require_model(spec)
+    (model,) = judge_models(spec, base_url=base_url, max_tokens=JUDGE_MAX_TOKENS, cache=cache)
     return model
 
 
 def judge_results(
-    results: str | Path, model: BaseChatModel, prompt: CognitivePrompt, out: str | Path
+    results: str | Path, model: BaseChatModel | Judge, prompt: CognitivePrompt, out: str | Path
 ) -> dict[str, dict[str, Any]]:
-    """Judge the cognitive probes of a results folder; write ``out`` (JSON: every verdict, and
-    the reference's summary per memory) and return the summaries."""
+    """Judge the cognitive probes of a results folder; write ``out`` (JSON: the judge's account
+    (``judge``: its model, the prompt's SHA-256, calls, tokens, estimated cost), every verdict,
+    and the reference's summary per memory), write the account into the results folder too
+    (``judge_costs.write_account``), and return the summaries."""
+    from memory_lab.results.judge_costs import write_account
     from memory_lab.results.read import read_records
 
-    judged = judge_records(read_records(results), model, prompt)
+    judge = Judge.of(model)
+    judged = judge_records(read_records(results), judge, prompt)
     if not judged:
         raise CognitiveJudgeError(f"{results}: no cognitive probes (import with locomo-plus:)")
     memories = list(dict.fromkeys(str(j["memory"]) for j in judged))
@@ -266,6 +306,12 @@ def judge_results(
         m: summarize((j["category"], j["judge_score"]) for j in judged if j["memory"] == m)
         for m in memories
     }
-    document = {"prompt": prompt.source, "summaries": summaries, "judged": judged}
+    write_account(results, SCORER, judge, [prompt])
+    document = {
+        "prompt": prompt.source,
+        "judge": judge.account([prompt]).to_dict(),
+        "summaries": summaries,
+        "judged": judged,
+    }
     Path(out).write_text(json.dumps(document, ensure_ascii=False, indent=2) + "\n", "utf-8")
     return summaries

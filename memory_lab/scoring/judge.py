@@ -20,8 +20,13 @@ The readers of prompts from users' files live here too, for every judge (``resul
 BEAM's and LoCoMo-Plus's with them): ``python_source`` (a ``prompts.py`` parsed, never run,
 bounded in bytes, tokens and depth), ``assigned_value`` (the value Python keeps: the last
 binding), ``literal_text`` (plain string literals only) and ``format_fields`` (bounded format
-widths); ``invoke_judge`` turns a provider that cannot be reached or refuses into a one-line
-``ProviderFailure``.
+widths).
+
+The judge is a protocol on the judge core (``scoring/judge_core.py``): a ``JudgeTemplate`` is its
+prompt, filled per probe (``fill``) and read back by ``parse_verdict`` (``read``); the core
+builds the models (``judge_models``: the call cache, ``RunKeyedCache`` for runs after the
+first), makes the calls (a provider that cannot be reached or refuses is a one-line
+``ProviderFailure``) and counts their usage.
 """
 
 from __future__ import annotations
@@ -31,28 +36,25 @@ import hashlib
 import io
 import re
 import string
-import sys
 import tokenize
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
 from langchain_core.prompts import PromptTemplate
 
-from memory_lab.errors import BadInput, ProviderFailure
+from memory_lab.errors import BadInput
 from memory_lab.models.offline_base import OfflineChatModel
-from memory_lab.models.tokens import count_tokens
+from memory_lab.scoring.judge_core import Judge, JudgeProtocol, JudgeVerdict, judge_models
 from memory_lab.scoring.probes import is_abstention
 from memory_lab.scoring.stats import majority_vote
 from memory_lab.text.limits import InputError, ReadBudget, decode, printable, regular_files_only
 from memory_lab.text.normalize import find_any
-from memory_lab.text.redact import redact
 
 BUILTIN = "builtin"  # names the built-in prompt in --judge-prompt and in run.json
 BUILTIN_FILE = "memory_lab/data/judge_prompt.txt"
@@ -83,15 +85,35 @@ class Verdict:
     output_tokens: int
     cache_hit: bool = False
 
+    @classmethod
+    def of(cls, verdict: JudgeVerdict) -> Verdict:
+        """The probe judge's reading of a core verdict (``parsed``: the CORRECT/WRONG call)."""
+        v = verdict
+        return cls(v.parsed, v.raw, v.input_tokens, v.output_tokens, v.cache_hit)
+
 
 @dataclass(frozen=True)
-class JudgeTemplate:
-    """One grading prompt: its label in the run (``p1``, ``p2``...), where it came from
-    (``builtin`` or a file path) and its text."""
+class JudgeTemplate(JudgeProtocol):
+    """One grading prompt, the probe judge's protocol: its label in the run (``p1``, ``p2``...),
+    where it came from (``builtin`` or a file path) and its text; filled per probe (``fill``)
+    and read by ``parse_verdict`` (``read``: CORRECT scores 1, WRONG 0)."""
+
+    name: ClassVar[str] = "probe"
 
     label: str
     source: str
     text: str
+
+    @property
+    def prompts(self) -> Mapping[str, str]:
+        return {self.label: self.text}
+
+    def fill(self, question: str, answers: Sequence[str], reply: str, *, abstention: bool) -> str:
+        return self.format(question, answers, reply, abstention=abstention)
+
+    def read(self, raw: str) -> tuple[bool | None, float | None]:
+        correct = parse_verdict(raw)
+        return correct, None if correct is None else float(correct)
 
     @property
     def sha256(self) -> str:
@@ -198,16 +220,6 @@ _BINDING_STATEMENTS = {
     ast.Try: "an except clause",
     ast.Match: "a match statement",
 }
-# What providers' clients raise when the provider cannot be reached or refuses a request (the
-# clients' modules as imported once a model of theirs is built), besides the socket's errors.
-_PROVIDER_ERRORS = (
-    ("openai", "APIError"),
-    ("anthropic", "APIError"),
-    ("httpx", "HTTPError"),
-    ("httpx2", "HTTPError"),
-    ("ollama", "ResponseError"),
-    ("ollama", "RequestError"),
-)
 
 
 def format_fields(
@@ -364,39 +376,6 @@ def literal_text(node: ast.expr, where: str, error: type[BadInput] = BadInput) -
     raise error(f"{where}: {describe_expression(node)}, not a plain string literal")
 
 
-def provider_errors() -> tuple[type[BaseException], ...]:
-    """What a provider's client raises when the provider cannot be reached or refuses a request:
-    the API errors of the clients imported so far, and the socket's connection errors."""
-    found: list[type[BaseException]] = [ConnectionError, TimeoutError]
-    for module, name in _PROVIDER_ERRORS:
-        kind = getattr(sys.modules.get(module), name, None)
-        if isinstance(kind, type) and issubclass(kind, BaseException):
-            found.append(kind)
-    return tuple(found)
-
-
-def model_label(model: Any) -> str:
-    """A chat model's name and base URL (credentials redacted), for a message."""
-    name = getattr(model, "model_name", None) or getattr(model, "model", None)
-    urls = (getattr(model, a, None) for a in ("openai_api_base", "base_url", "anthropic_api_url"))
-    url = next((str(u) for u in urls if u), None)
-    where = f"at {redact(url)}" if url else "at its provider's default URL"
-    return f"{name or type(model).__name__} {where}"
-
-
-def invoke_judge(model: Any, prompt: Any) -> Any:
-    """``model.invoke(prompt)``; ProviderFailure, one line naming the model and its base URL,
-    when its provider cannot be reached or refuses the request."""
-    try:
-        return model.invoke(prompt)
-    except provider_errors() as exc:
-        detail = " ".join(redact(str(exc)).split())[:300] or type(exc).__name__
-        raise ProviderFailure(
-            f"judge {model_label(model)}: the provider could not be reached or refused the "
-            f"request: {detail}"
-        ) from exc
-
-
 def load_judge_template(source: str, label: str = "p1") -> JudgeTemplate:
     """The grading prompt in file ``source`` (or ``builtin``); JudgePromptError if unusable."""
     if source == BUILTIN:
@@ -480,16 +459,8 @@ def parse_verdict(text: str) -> bool | None:
     return None
 
 
-def _text_of(message: BaseMessage) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    parts = [p if isinstance(p, str) else p.get("text", "") for p in content]
-    return "".join(str(p) for p in parts)
-
-
 def judge_reply(
-    model: BaseChatModel,
+    model: BaseChatModel | Judge,
     question: str,
     answers: Sequence[str],
     reply: str,
@@ -498,18 +469,8 @@ def judge_reply(
     template: JudgeTemplate = BUILTIN_TEMPLATE,
 ) -> Verdict:
     """Ask ``model`` whether ``reply`` answers ``question``; usage from the provider if given."""
-    from memory_lab.models.cache import is_cache_hit
-
-    prompt = judge_prompt(question, answers, reply, abstention=abstention, template=template)
-    message = model.invoke(prompt)
-    raw = _text_of(message).strip()
-    usage = getattr(message, "usage_metadata", None) or {}
-    if usage:
-        input_tokens = int(usage.get("input_tokens", 0))
-        output_tokens = int(usage.get("output_tokens", 0))
-    else:
-        input_tokens, output_tokens = count_tokens(prompt), count_tokens(raw)
-    return Verdict(parse_verdict(raw), raw, input_tokens, output_tokens, is_cache_hit(message))
+    prompt = template.fill(question, answers, reply, abstention=abstention)
+    return Verdict.of(Judge.of(model).verdict(template, prompt))
 
 
 class OfflineJudge(OfflineChatModel):
@@ -555,11 +516,13 @@ def resolve_judge(
     template: JudgeTemplate = BUILTIN_TEMPLATE,
 ) -> BaseChatModel:
     """``offline`` -> OfflineJudge; ``PROVIDER:MODEL`` -> a real model (ProviderError if not)."""
-    if spec == "offline":
-        return OfflineJudge(prompt_text=template.text)
-    from memory_lab.models.providers import provider_chat_model
-
-    return provider_chat_model(spec, base_url=base_url, temperature=temperature)
+    (model,) = judge_models(
+        spec,
+        base_url=base_url,
+        temperature=temperature,
+        offline=lambda: OfflineJudge(prompt_text=template.text),
+    )
+    return model
 
 
 @dataclass(frozen=True)
@@ -617,26 +580,26 @@ def build_panel(
     cache: Any = None,
     callbacks: list[Any] | None = None,
 ) -> JudgePanel:
-    """A panel of ``runs`` models per template, each sending its usage to ``callbacks``.
+    """A panel of ``runs`` models per template, each sending its usage to ``callbacks``
+    (``judge_core.judge_models``).
 
     Offline, every run is the same deterministic judge. A provider's run 0 uses ``cache`` as is
     (the key a single judge call always had); run ``i`` > 0 a ``RunKeyedCache`` of its own, on a
     shallow copy of the same client.
     """
-    from memory_lab.models.cache import RunKeyedCache, cached_chat_model
-
     panel = JudgePanel(templates)
     for template in templates:
-        base = resolve_judge(spec, base_url, temperature=temperature, template=template)
-        base.callbacks = list(callbacks or [])
-        if spec == "offline" or cache is None:
-            panel.models.append([base] * runs)
-            continue
-        row = []
-        for run in range(runs):
-            model = base if run == 0 else base.model_copy()
-            row.append(cached_chat_model(model, cache if run == 0 else RunKeyedCache(cache, run)))
-        panel.models.append(row)
+        panel.models.append(
+            judge_models(
+                spec,
+                runs,
+                base_url=base_url,
+                temperature=temperature,
+                cache=cache,
+                callbacks=callbacks,
+                offline=lambda text=template.text: OfflineJudge(prompt_text=text),
+            )
+        )
     return panel
 
 

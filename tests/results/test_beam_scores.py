@@ -109,11 +109,28 @@ def test_reference_prompt_leaves_question_out_and_corrected_fills_it():
         ('Evaluation: {"score": 0.0, "reason": "r"} done', 0.0),
         ('{"score": 1.0, "reason": "unterminated', 1.0),  # json_repair's case: the score is read
         ("I cannot grade this.", None),
+        ('"score": 0.5 alone, no object', 0.5),  # no object at all: the score the text states
     ],
 )
 def test_judge_output_is_read_as_the_reference_reads_it(text, score):
     parsed = parse_judge_output(text)
     assert (parsed or {}).get("score") == score
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'I\'d give "score": 0.5 at first... {"score": 1, "reason": "it names {budget}"}',
+        'A score: 0.5 would be harsh. {"score": 1.0, "reason": "cut sho',
+        '{"reason": "a score: 0.5 is too low", "score": 1, "note": "{',
+        '{"detail": {"score": 0.5}, "score": 1, "reason": "cut',
+        "score: 0.5? No: {'score': 1, 'reason': 'single quotes'}",
+    ],
+)
+def test_where_json_repair_reads_the_object_its_own_score_is_read(text):
+    """Outputs the reference cannot parse and hands to json_repair, which reads the object:
+    a score mentioned before it, in one of its strings or in a nested object is not its own."""
+    assert parse_judge_output(text)["score"] == 1
 
 
 def test_reference_truncates_half_scores_except_event_ordering():
@@ -341,3 +358,73 @@ def test_published_figures_are_shown_per_scale_with_their_source_and_label():
     assert "vendors' own numbers" in lines and "not comparable digit for digit" in lines
     assert "100K: none published" in lines
     assert "10M: Hindsight" in lines and "64.1%" in lines and "1M:" not in lines
+
+
+def _judged_beam_run(tmp_path):
+    """A BEAM run (conversation 1, buffer, offline) and a BEAM copy with the judge's prompts."""
+    from memory_lab.cli import main
+
+    from ..dialogue.importers.beam_fixture import chats
+
+    root = chats(tmp_path / "BEAM" / "chats")
+    out = tmp_path / "run"
+    source = f"beam:{root}#scale=100K,conversations=1"
+    args = ["run", "--dialogues", source, "--memory", "buffer", "--out", str(out), "--quiet"]
+    assert main(args) == 0
+    return out, beam_copy_files(tmp_path / "BEAM")
+
+
+def test_a_second_beam_scores_sends_no_request_and_names_its_judge(tmp_path, capsys, monkeypatch):
+    import csv
+    import hashlib
+    import json
+
+    from memory_lab.cli import main
+
+    out, copy = _judged_beam_run(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    monkeypatch.setenv("MEMORY_LAB_MAX_RETRIES", "0")
+    args = ["beam-scores", str(out), "--judge", "openai:gpt-4o-mini", "--beam-copy", str(copy)]
+    sent, accounts, rows = [], [], []
+    with OpenAIMock() as mock:
+        mock.reply = lambda body: (
+            "YES" if body["messages"][0]["role"] == "system" else 'Hmm, 0.5? {"score": 1}'
+        )
+        for _ in range(2):
+            before = mock.calls("chat")
+            assert main([*args, "--base-url", mock.base_url]) == 0
+            sent.append(mock.calls("chat") - before)
+            account = out / "beam-scores.judge.json"
+            accounts.append(account.read_text("utf-8") if account.exists() else "null")
+            rows.append(list(csv.DictReader(open(out / "beam_scores.csv", encoding="utf-8"))))
+    printed = capsys.readouterr().out
+    assert sent[0] > 0 and sent[1] == 0  # the second invocation: every call from the run's cache
+    first, again = (json.loads(a) for a in accounts)
+    assert first["requests"] == sent[0] and first["calls"] > sent[0]  # protocols share alignments
+    assert (again["calls"], again["cache_hits"], again["requests"]) == (first["calls"],) * 2 + (0,)
+    assert again["input_tokens"] == first["input_tokens"] == first["calls"] * 111
+    assert first["judge"] == "openai:gpt-4o-mini" and first["price"]["model"] == "gpt-4o-mini"
+    assert first["est_cost_usd"] == pytest.approx(first["calls"] * (111 * 0.15 + 7 * 0.6) / 1e6)
+    rubric = hashlib.sha256(JUDGE.encode()).hexdigest()
+    assert first["prompt_sha256"]["beam-rubric"] == rubric and first["run_id"]
+    assert f"{first['calls']} from the call cache, 0 sent" in printed
+    # every question names the judge and its prompt, with the calls and tokens it took
+    assert {(r["judge"], r["judge_prompt_sha256"]) for r in rows[0]} == {
+        ("openai:gpt-4o-mini", rubric)
+    }
+    assert sum(int(r["judge_calls"]) for r in rows[0]) == first["calls"]
+    assert sum(int(r["judge_cache_hits"]) for r in rows[1]) == first["calls"]
+    assert [r["score"] for r in rows[0]] == [r["score"] for r in rows[1]]
+    assert {r["judge_score"] for r in rows[0]} == {"1.0"}  # the JSON's score, not the 0.5
+    from memory_lab.results.judge_costs import judge_costs
+
+    (cost,) = judge_costs(out)
+    assert (cost.scorer, cost.judge, cost.calls) == (
+        "beam-scores",
+        "openai:gpt-4o-mini",
+        again["calls"],
+    )
+    assert cost.est_cost_usd == pytest.approx(first["est_cost_usd"])
+    # an offline scoring leaves no model judge's bill behind
+    assert main(["beam-scores", str(out)]) == 0
+    assert not (out / "beam-scores.judge.json").exists() and judge_costs(out) == []

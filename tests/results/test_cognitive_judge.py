@@ -107,6 +107,20 @@ def test_a_runs_cognitive_probes_are_judged_against_their_cue(tmp_path):
         judge_records(records, model, prompt)
 
 
+def cognitive_run(tmp_path, limit):
+    """A Locomo-Plus checkout, an offline run (``window``) over its first ``limit`` samples, and
+    ``judge-cognitive``'s arguments for it (``--out tmp_path/judged.json``; no judge yet)."""
+    from memory_lab.cli import main
+
+    root = checkout(tmp_path)
+    run = tmp_path / "run"
+    source = f"locomo-plus:{root}#limit={limit},host=cycle"
+    args = ["run", "--dialogues", source, "--memory", "window", "--out", str(run), "--quiet"]
+    assert main(args) == 0
+    out = tmp_path / "judged.json"
+    return root, run, ["judge-cognitive", str(run), "--prompt-from", str(root), "--out", str(out)]
+
+
 def test_judge_cognitive_scores_a_run_through_a_provider(tmp_path, capsys, monkeypatch):
     import json
 
@@ -116,15 +130,8 @@ def test_judge_cognitive_scores_a_run_through_a_provider(tmp_path, capsys, monke
 
     from ..models.openai_mock import OpenAIMock
 
-    root = checkout(tmp_path)
-    run = tmp_path / "run"
-    source = f"locomo-plus:{root}#limit=2,host=cycle"
-    assert (
-        main(["run", "--dialogues", source, "--memory", "window", "--out", str(run), "--quiet"])
-        == 0
-    )
+    root, run, argv = cognitive_run(tmp_path, 2)
     out = tmp_path / "judged.json"
-    argv = ["judge-cognitive", str(run), "--prompt-from", str(root), "--out", str(out)]
     assert main([*argv, "--judge", "offline"]) == 2
     assert "needs PROVIDER:MODEL" in capsys.readouterr().err
     with OpenAIMock() as mock:
@@ -143,3 +150,49 @@ def test_judge_cognitive_scores_a_run_through_a_provider(tmp_path, capsys, monke
     assert [j["judge_score"] for j in document["judged"]] == [0.5, 0.0]  # conv-1 (Ada), conv-2
     assert document["summaries"]["window"]["overall_avg"] == 0.25
     assert "window: Cognitive score 0.25 over 2 probe(s)" in capsys.readouterr().out
+
+
+def test_a_second_judge_cognitive_sends_no_request_and_names_its_judge(
+    tmp_path, capsys, monkeypatch
+):
+    import hashlib
+    import json
+
+    from memory_lab.cli import main
+
+    from ..models.openai_mock import CHAT_USAGE, OpenAIMock
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-cognitive")
+    monkeypatch.setenv("MEMORY_LAB_MAX_RETRIES", "0")
+    root, run, argv = cognitive_run(tmp_path, 3)
+    out = tmp_path / "judged.json"
+    sent, documents = [], []
+    with OpenAIMock() as mock:
+        mock.reply = '{"label": "correct", "reason": "r"}'
+        for _ in range(2):
+            before = mock.calls("chat")
+            assert main([*argv, "--judge", "openai:gpt-4o-mini", "--base-url", mock.base_url]) == 0
+            sent.append(mock.calls("chat") - before)
+            documents.append(json.loads(out.read_text("utf-8")))
+    assert sent == [3, 0]  # the second invocation: every verdict from the run's call cache
+    first, again = (d["judge"] for d in documents)
+    prompt = load_cognitive_prompt(root)
+    texts = {
+        "PROMPT_TEMPLATES['Cognitive']": prompt.template,
+        "CONV_START_PROMPT": prompt.conv_start,
+    }
+    sha = hashlib.sha256(json.dumps(texts, sort_keys=True).encode()).hexdigest()
+    assert first["judge"] == "openai:gpt-4o-mini" and first["prompt_sha256"] == {"cognitive": sha}
+    assert (first["calls"], first["cache_hits"], first["requests"]) == (3, 0, 3)
+    assert (again["calls"], again["cache_hits"], again["requests"]) == (3, 3, 0)
+    assert again["input_tokens"] == 3 * CHAT_USAGE["prompt_tokens"]
+    assert again["output_tokens"] == 3 * CHAT_USAGE["completion_tokens"]
+    assert again["est_cost_usd"] == pytest.approx(3 * (111 * 0.15 + 7 * 0.60) / 1e6)
+    assert [j["judge_cache_hit"] for j in documents[1]["judged"]] == [True] * 3
+    assert documents[0]["summaries"] == documents[1]["summaries"]
+    assert "3 from the call cache, 0 sent" in capsys.readouterr().out
+    from memory_lab.results.judge_costs import judge_costs
+
+    (cost,) = judge_costs(run)  # the same account, in the results folder
+    assert (cost.scorer, cost.calls, cost.cache_hits) == ("judge-cognitive", 3, 3)
+    assert cost.prompt_sha256 == {"cognitive": sha}

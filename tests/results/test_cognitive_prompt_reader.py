@@ -121,25 +121,13 @@ def test_judge_cognitive_with_an_unreachable_judge_exits_4_in_one_line(
 ):
     from memory_lab.cli import main
 
+    from .test_cognitive_judge import cognitive_run
+
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     monkeypatch.setenv("MEMORY_LAB_MAX_RETRIES", "0")
-    root = checkout(tmp_path)
-    run = tmp_path / "run"
-    source = f"locomo-plus:{root}#limit=1,host=cycle"
-    assert (
-        main(["run", "--dialogues", source, "--memory", "window", "--out", str(run), "--quiet"])
-        == 0
-    )
+    _, _, argv = cognitive_run(tmp_path, 1)
     capsys.readouterr()
     url = f"http://127.0.0.1:{_closed_port()}/v1"
-    argv = [
-        "judge-cognitive",
-        str(run),
-        "--prompt-from",
-        str(root),
-        "--out",
-        str(tmp_path / "j.json"),
-    ]
     assert main([*argv, "--judge", "openai:cog-judge", "--base-url", url]) == 4
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("memory-lab: error: judge cog-judge at ") and url in line, line

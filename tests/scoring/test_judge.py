@@ -42,7 +42,7 @@ from memory_lab.scoring.judge import (
 from memory_lab.text.normalize import find_any
 
 from ..conftest import FIXTURES
-from ..models.openai_mock import CHAT_USAGE, OpenAIMock
+from ..models.openai_mock import CHAT_USAGE
 
 
 @pytest.mark.parametrize(
@@ -125,15 +125,6 @@ def test_resolve_judge_offline():
     judge = resolve_judge("offline")
     assert isinstance(judge, OfflineJudge)
     assert judge.get_num_tokens("hello world") == count_tokens("hello world")
-
-
-@pytest.fixture
-def mock(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-judge-fake")
-    monkeypatch.setenv("MEMORY_LAB_MAX_RETRIES", "0")
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    with OpenAIMock() as server:
-        yield server
 
 
 def test_judge_reply_through_a_real_client(mock):
