@@ -121,6 +121,13 @@ class Price:
         return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
 
 
+# The price entry of a model served on this machine or the user's own server (Ollama, or an
+# OpenAI-compatible --base-url such as vLLM, llama.cpp's server or LM Studio) that the price
+# table does not know: it costs nothing unless --prices and --price-model price it.
+LOCAL_PRICE_MODEL = "local"
+LOCAL_PRICE = Price(0.0, 0.0)
+
+
 def load_prices(path: str | Path | None = None) -> dict[str, Price]:
     """The shipped price table (``memory_lab/data/prices.json``) or a user file shaped alike."""
     if path is None:

@@ -44,7 +44,7 @@ from memory_lab.memories.registry import (
     preflight_memories,
 )
 from memory_lab.models import TOKENIZER_NAME, model_name, model_params
-from memory_lab.models.accounting import Price, load_prices
+from memory_lab.models.accounting import LOCAL_PRICE, LOCAL_PRICE_MODEL, Price, load_prices
 from memory_lab.models.embeddings import (
     embedding_model_name,
     offline_embedding_model,
@@ -52,7 +52,7 @@ from memory_lab.models.embeddings import (
 from memory_lab.models.offline_reader import reader_embedding_names
 from memory_lab.models.prompt import TEMPLATES
 from memory_lab.models.providers import check_provider, client_settings
-from memory_lab.models.spec import ClientSettings
+from memory_lab.models.spec import ClientSettings, ModelSpec
 from memory_lab.models.windows import ContextWindow
 from memory_lab.results.read import (
     CATEGORY_SUMMARY_FILE,
@@ -90,6 +90,19 @@ DEFAULT_PRICE_MODEL = "gpt-4o-mini"
 
 
 DEFAULT_EMBEDDING_PRICE_MODEL = "text-embedding-3-small"
+
+
+def _price_entry(
+    spec: ModelSpec, base_url: str | None, prices: dict[str, Price], default: str
+) -> str:
+    """The price table entry for a model: its own when the table has one; ``local`` for a model
+    the table lacks served by Ollama or a --base-url server; else ``default`` (an offline
+    stand-in priced as the hosted model it stands in for)."""
+    if spec.name in prices:
+        return spec.name
+    if not spec.offline and (spec.provider == "ollama" or base_url):
+        return LOCAL_PRICE_MODEL
+    return default
 
 
 # What ``memory-lab run`` compares when no --memory is given: the README's comparison, however
@@ -210,13 +223,18 @@ def resolved_config(
 
     price_model, embedding_price_model = config.price_model, config.embedding_price_model
     if price_model is None:
-        name = config.model("reader").name
-        price_model = name if name in prices else DEFAULT_PRICE_MODEL
+        price_model = _price_entry(
+            config.model("reader"), config.base_url, prices, DEFAULT_PRICE_MODEL
+        )
+    if embedding_price_model is None and price_model == LOCAL_PRICE_MODEL:
+        if config.model("embeddings").offline:  # bundled, on the same machine as the model
+            embedding_price_model = LOCAL_PRICE_MODEL
     if embedding_price_model is None:
-        name = config.model("embeddings").name
-        embedding_price_model = name if name in prices else DEFAULT_EMBEDDING_PRICE_MODEL
+        embedding_price_model = _price_entry(
+            config.model("embeddings"), config.base_url, prices, DEFAULT_EMBEDDING_PRICE_MODEL
+        )
     for name in (price_model, embedding_price_model):
-        if name not in prices:
+        if name not in prices and name != LOCAL_PRICE_MODEL:
             raise ConfigError(
                 f"no price for {name!r} in the price table (known: {', '.join(prices)})"
             )
@@ -360,11 +378,16 @@ def model_record(effective: RunConfig, roles: list[str]) -> ModelRecord:
 
 
 def run_pricing(config: RunConfig, prices: dict[str, Price]) -> Pricing:
+    """The prices a run's estimate uses, as run.json records them (a resume reads them there)."""
+    table = {**prices, LOCAL_PRICE_MODEL: LOCAL_PRICE}
+    local = LOCAL_PRICE_MODEL in (config.price_model, config.embedding_price_model)
     return Pricing(
         llm_model=config.price_model,
         embeddings_model=config.embedding_price_model,
-        llm=prices[config.price_model],
-        embeddings=prices[config.embedding_price_model],
+        llm=table[config.price_model],
+        embeddings=table[config.embedding_price_model],
         source=str(config.prices_file or "memory_lab/data/prices.json"),
-        note="estimate: offline tokens priced as if billed at these rates",
+        note="a local model costs nothing unless --prices and --price-model price it"
+        if local
+        else "estimate: offline tokens priced as if billed at these rates",
     )

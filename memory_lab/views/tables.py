@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from memory_lab.log.run_spec import JudgePrompt, RunSpec
+from memory_lab.models.accounting import LOCAL_PRICE_MODEL
 from memory_lab.results.summary import FIELD_SCORES, LATENCY_COLUMNS
 from memory_lab.scoring.metrics import METRICS
 from memory_lab.views.numbers import is_missing, percent
@@ -25,6 +26,15 @@ def _spec(run: Run) -> RunSpec | None:
 def _offline_reader(run: Run) -> bool:
     spec = _spec(run)
     return spec is not None and spec.reader_model.offline
+
+
+def _local(run: Run) -> bool:
+    """Whether every token of the run is priced as a local model's (nothing to estimate)."""
+    spec = _spec(run)
+    pricing = spec.pricing if spec is not None else None
+    return (
+        pricing is not None and pricing.llm_model == pricing.embeddings_model == LOCAL_PRICE_MODEL
+    )
 
 
 def format_category_table(table: pd.DataFrame) -> str:
@@ -62,14 +72,16 @@ def format_summary(summary: pd.DataFrame, run: Run = None) -> str:
     def pct(x: float) -> str:  # the columns are right-aligned: a missing one sits centred
         return percent(x, missing="   -  ")
 
+    local = _local(run)
     for r in summary.to_dict("records"):
         low, high = pct(r["accuracy_low"]).strip(), pct(r["accuracy_high"]).strip()
+        cost = "local" if local else f"{r['est_cost_usd']:.4f}"
         ci = f"{pct(r['accuracy'])} [{low}-{high}]"
         lines.append(
             f"{r['memory']:<{width}} {r['answerable']:>10} {pct(r['evidence_recall']):>11} "
             f"{pct(r['context_hit_rate']):>10} {ci:>22} {pct(r['abstention_accuracy']):>7} "
             f"{pct(r['stale_rate']):>6} {r['mean_prompt_tokens']:>11.0f} {r['memory_tokens']:>10,} "
-            f"{r['total_tokens']:>12,} {r['est_cost_usd']:>11.4f} {r['seconds']:>6.1f}"
+            f"{r['total_tokens']:>12,} {cost:>11} {r['seconds']:>6.1f}"
         )
     lines += format_latency(summary, width)
     spec = _spec(run)
@@ -96,6 +108,11 @@ def summary_notes(run: Run, summary: pd.DataFrame | None = None) -> dict[str, st
             f"est. cost is an estimate: LLM tokens priced as {spec.pricing.llm_model}, "
             f"embedded tokens as {spec.pricing.embeddings_model} (memory_lab/data/prices.json)."
         )
+        if LOCAL_PRICE_MODEL in (spec.pricing.llm_model, spec.pricing.embeddings_model):
+            notes["price"] += (
+                " local: a model the price table does not know, served by Ollama or --base-url,"
+                " costs nothing; --prices FILE --price-model NAME prices it."
+            )
     window = window_note(spec, summary)
     if window:
         notes["window"] = window

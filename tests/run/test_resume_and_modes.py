@@ -152,3 +152,37 @@ def test_resume_with_jobs_discards_parts_left_by_a_killed_run(tmp_path):
     assert main(["run", "--resume", str(out), "--jobs", "2", "--quiet"]) == 0
     assert records(out) == records(full.path)  # nothing lost, nothing twice
     assert not (out / "parts").exists()
+
+
+def test_a_local_model_costs_nothing_and_the_cost_column_says_local(tmp_path, capsys, monkeypatch):
+    """A model the price table does not know, on --base-url (vLLM, llama.cpp, LM Studio) or
+    Ollama, was priced as gpt-4o-mini; it is local: 0, said so, unless --prices prices it."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    args = ["run", "--memory", "summary", "--dialogues", str(FIXTURES / "dialogues" / "mini.yaml")]
+    args += ["--llm", "openai:llama3.1", "--base-url", "http://127.0.0.1:9/v1", "--dry-run"]
+    assert main([*args, "--out", str(tmp_path / "local"), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    pricing = json.loads((tmp_path / "local" / "run.json").read_text())["pricing"]
+    assert pricing["llm_model"] == pricing["embeddings_model"] == "local"
+    assert pricing["llm"] == {"input_per_mtok": 0.0, "output_per_mtok": 0.0}
+    assert pd.read_csv(tmp_path / "local" / "summary.csv")["est_cost_usd"].sum() == 0
+    row = next(line for line in printed.splitlines() if line.startswith("summary "))
+    assert " local " in row and "costs nothing" in printed
+    # priced by the user: an entry of their own table
+    table = tmp_path / "prices.json"
+    entries = {"llama3.1": {"input_per_mtok": 0.2}, "text-embedding-3-small": {"input_per_mtok": 0}}
+    table.write_text(json.dumps({"models": entries}))
+    assert main([*args, "--prices", str(table), "--out", str(tmp_path / "priced"), "--quiet"]) == 0
+    capsys.readouterr()
+    pricing = json.loads((tmp_path / "priced" / "run.json").read_text())["pricing"]
+    assert pricing["llm_model"] == "llama3.1" and pricing["llm"]["input_per_mtok"] == 0.2
+    # a model the table knows keeps its price on a --base-url proxy; Ollama's is local
+    from memory_lab.models.accounting import load_prices
+    from memory_lab.models.spec import ModelSpec
+    from memory_lab.run.prepare import _price_entry
+
+    prices = load_prices()
+    url = "http://127.0.0.1:9/v1"
+    assert _price_entry(ModelSpec.parse("openai:gpt-4o-mini"), url, prices, "x") == "gpt-4o-mini"
+    assert _price_entry(ModelSpec.parse("ollama:qwen3"), None, prices, "x") == "local"
+    assert _price_entry(ModelSpec.parse("offline"), None, prices, "gpt-4o-mini") == "gpt-4o-mini"
