@@ -190,7 +190,7 @@ def provider_chat_model(
         kwargs["base_url"] = url
     with _BUILD_LOCK:
         _check_ready(provider, url)
-        from langchain_classic.chat_models import init_chat_model
+        from langchain.chat_models import init_chat_model  # langchain-classic's is deprecated
 
         chat = init_chat_model(model, model_provider=provider, **kwargs)
     return _count_with_offline_tokenizer(chat)

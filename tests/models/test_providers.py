@@ -336,3 +336,14 @@ def test_a_base_url_runs_keyless_when_the_key_is_unset_or_empty(tmp_path, monkey
         )
         assert code == 0 and server.calls("chat") > 0
         assert {r["headers"]["authorization"] for r in server.requests} == {"Bearer not-needed"}
+
+
+def test_building_a_provider_model_prints_no_deprecation_warning():
+    """Every real-model run printed LangChain's deprecation of langchain-classic's
+    ``init_chat_model``: the model is built with langchain's own."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        provider_chat_model("openai:gpt-4o-mini", base_url="http://127.0.0.1:9/v1")
+    assert [str(w.message) for w in caught if "deprecated" in str(w.message)] == []
