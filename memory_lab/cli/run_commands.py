@@ -84,16 +84,15 @@ def run_command(args: argparse.Namespace) -> int:
         )
         return _report_run(outcome)
     config = run_config(args)
-    if args.memory is None:
-        args.memory = list(CLASSIC_MEMORIES)
-        if not args.quiet:
-            print(
-                f"no --memory given: comparing the five classic memories "
-                f"({', '.join(CLASSIC_MEMORIES)}); --memory all runs every registered memory",
-                file=sys.stderr,
-            )
+    classic = args.memory is None  # the README's comparison, not every registered memory
+    args.memory = list(CLASSIC_MEMORIES) if classic else args.memory
     memories = resolve_memories(args.memory)
     dialogues = load_dialogues(*args.dialogues)
+    if classic and not args.quiet:  # on stdout: an error stays the one line on stderr
+        print(
+            f"no --memory given: comparing the five classic memories "
+            f"({', '.join(CLASSIC_MEMORIES)}); --memory all runs every registered memory"
+        )
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     default = Path("results") / (f"dryrun-{stamp}" if args.dry_run else f"run-{stamp}")
     out = default if args.out is None else args.out  # "" is refused, never the default

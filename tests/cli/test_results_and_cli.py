@@ -264,6 +264,6 @@ def test_run_without_memory_compares_the_five_classic_memories_and_says_so(tmp_p
     out = tmp_path / "run"
     argv = ["run", "--dialogues", str(FIXTURES / "dialogues" / "mini.yaml"), "--out", str(out)]
     assert main(argv) == 0
-    assert "no --memory given: comparing the five classic memories" in capsys.readouterr().err
+    assert "no --memory given: comparing the five classic memories" in capsys.readouterr().out
     memories = json.loads((out / "run.json").read_text())["memories"]
     assert memories == ["buffer", "window", "summary", "summary_buffer", "vector"]
