@@ -62,6 +62,13 @@ def private_network() -> None:
 # ---------------------------------------------------------------------- PostgreSQL
 
 
+def draw_password() -> str:
+    """A random password for pg0's command line and an SQL literal: hex, since a base64 one may
+    begin with '-', which pg0's parser takes for an option ("unexpected argument '-H' found":
+    one start in 64 failed)."""
+    return secrets.token_hex(32)
+
+
 class Server:
     """pg0's PostgreSQL with its data, its socket, pg0's unpacked binaries and temporary files
     under ``folder``, on the private loopback, its roles' password drawn for this bank."""
@@ -75,7 +82,7 @@ class Server:
         self.tmp = folder / "tmp"  # pg0's initdb password file (.pgpass) and its like
         self.data = folder / "data"
         self.port = PG_PORT
-        self.password = secrets.token_urlsafe(32)  # known to this process only
+        self.password = draw_password()  # known to this process only
 
     def _run(self, *args: str) -> subprocess.CompletedProcess:
         env = {
@@ -99,7 +106,7 @@ class Server:
         once, replaced by the bank's before anything else connects."""
         for path in (self.home, self.tmp, self.folder / SOCKET_DIR):
             path.mkdir(parents=True, exist_ok=True)
-        once = secrets.token_urlsafe(32)
+        once = draw_password()
         done = self._run(
             "start", "--name", PG_NAME, "--port", str(self.port), "--data-dir", str(self.data),
             "-u", PG_USER, "-P", once, "-n", PG_DATABASE,

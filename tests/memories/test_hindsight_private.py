@@ -79,3 +79,19 @@ def test_no_other_local_user_reaches_a_cells_database_and_nothing_is_left_in_tmp
     # socket (.s.PGSQL.<port>) and its lock: all were in the cell's folder
     left = sorted(n for n in set(os.listdir("/tmp")) - before if n.startswith("."))
     assert left == []
+
+
+def test_the_passwords_never_look_like_an_option_to_pg0():
+    """pg0 takes its password on the command line: one beginning with '-' was read as an option
+    and PostgreSQL did not start (a base64 password does, one time in 64)."""
+    import importlib.util
+
+    from memory_lab.memories import hindsight_worker
+
+    path = Path(hindsight_worker.__file__).with_name("hindsight_db.py")
+    spec = importlib.util.spec_from_file_location("hindsight_db_check", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # it imports pg0 only when a server is made
+    drawn = [module.draw_password() for _ in range(2000)]
+    assert all(re.fullmatch(r"[0-9a-f]{64}", p) for p in drawn)
+    assert len(set(drawn)) == len(drawn)
