@@ -176,9 +176,12 @@ class CellRecord(_Record):
     error: str | None
     seconds: float
     memory_tokens_held: int | None = None  # the memory's footprint at the dialogue's end
+    # the first cell of each process: the seconds the process spent loading its models and
+    # engines before it (``RunModels.warm``), in no cell's seconds; None for the others
+    startup_seconds: float | None = None
 
 
-TIMING_FIELDS = ("seconds", "recall_seconds", "save_seconds", "answer_seconds")
+TIMING_FIELDS = ("seconds", "recall_seconds", "save_seconds", "answer_seconds", "startup_seconds")
 
 
 def without_timings(record: dict[str, Any]) -> dict[str, Any]:

@@ -138,6 +138,22 @@ def _e5():
             del os.environ["OMP_NUM_THREADS"]
 
 
+def load_engine(model: str, device: str = "cpu") -> None:
+    """Load the engine that embeds with ``model`` on ``device``, once per process (each engine
+    is kept by its loader): a run loads its engines before any cell starts, so their loading is
+    no memory's seconds (``RunModels.warm``)."""
+    if model == "minilm":
+        from memory_lab.models.minilm_onnx import minilm_onnx
+
+        minilm_onnx(device)
+    elif model in _ONNX_PRECISION:
+        from memory_lab.models.e5_onnx import e5_onnx
+
+        e5_onnx(_ONNX_PRECISION[model], device)
+    else:
+        _e5()
+
+
 def _encode(
     model: str, texts: list[str], kind: str, batch_size: int, device: str = "cpu"
 ) -> np.ndarray:
@@ -196,6 +212,10 @@ class OfflineEmbeddings(Embeddings):
     @property
     def model_name(self) -> str:
         return EMBEDDING_MODELS[self.model]
+
+    def load(self) -> None:
+        """Load this model's engine now (``load_engine``), not on the first text embedded."""
+        load_engine(self.model, self.device)
 
     def _key(self, text: str, kind: str) -> str:
         # MiniLM has no prefixes: query and passage vectors are the same and share one entry.

@@ -138,6 +138,19 @@ def latency_and_footprint(probes: pd.DataFrame, cells: pd.DataFrame) -> dict[str
     }
 
 
+def own_seconds(turns: pd.DataFrame, probes: pd.DataFrame) -> float:
+    """A memory's own seconds: its turns (building each prompt from the memory, observing the
+    exchange, its maintenance calls) and its reads for the probes (``recall_seconds``), not the
+    answering model's calls (the latency columns' *total* has those), nor the process's
+    loading of models and engines (``CellRecord.startup_seconds``). The offline reader embeds
+    its context's passages through a cache shared by the run's cells, so its seconds depend on
+    which memory ran first; this figure does not."""
+    own = float(turns["seconds"].sum()) if len(turns) else 0.0
+    if len(probes):
+        own += float(pd.to_numeric(probes["recall_seconds"], errors="coerce").fillna(0).sum())
+    return own
+
+
 SUMMARY_COLUMNS = [
     "memory",
     "dialogues",
@@ -268,7 +281,7 @@ def summarize(results: Results) -> pd.DataFrame:
                 "memory_tokens": memory_tokens,
                 "total_tokens": prompt_tokens + completion_tokens + memory_tokens,
                 "est_cost_usd": float(cost),
-                "seconds": float(t["seconds"].sum() + (p["seconds"].sum() if n else 0)),
+                "seconds": own_seconds(t, p),
                 **latency_and_footprint(_of(results.probes, memory), _of(results.cells, memory)),
                 **context_cuts(t, _of(results.probes, memory)),
             }

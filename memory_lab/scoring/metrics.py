@@ -151,7 +151,14 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         "est_cost_usd", "est. cost $", "Estimated cost", "usd", "the run", higher_is_better=False
     ),  # fmt: skip
-    Metric("seconds", "sec", "Seconds", "seconds", "the run", higher_is_better=False),
+    Metric(
+        "seconds",
+        "sec",
+        "The memory's own seconds",
+        "seconds",
+        "its turns and probe reads",
+        higher_is_better=False,
+    ),  # fmt: skip
 )
 BY_NAME = {m.name: m for m in METRICS}
 # The figures that may lead the answer, in order: the first meaningful one leads.

@@ -42,11 +42,26 @@ def finished_run_text(folder: str | Path, summary: pd.DataFrame) -> str:
     reader_line = format_reader_line(reader_accuracy(results), spec)
     if reader_line:
         lines.append(reader_line)
-    note = adversarial_note(results)
-    if note:
-        lines.append(note)
+    lines += [note for note in (startup_note(results), adversarial_note(results)) if note]
     lines += ["", format_category_table(summarize_by_category(results))]
     return "\n".join(lines)
+
+
+def startup_note(results: Results) -> str | None:
+    """The seconds the run's processes spent loading models and engines before their first
+    cell (``CellRecord.startup_seconds``): in no memory's seconds."""
+    cells = results.cells
+    if cells.empty or "startup_seconds" not in cells:
+        return None
+    startup = pd.to_numeric(cells["startup_seconds"], errors="coerce").dropna()
+    if startup.empty:
+        return None
+    if len(startup) == 1:
+        took = f"{startup.iloc[0]:.1f} s loading models and engines"
+    else:
+        took = f"up to {startup.max():.1f} s loading models and engines in each of "
+        took += f"{len(startup)} processes"
+    return f"startup: {took}, before the first cell: in no memory's sec."
 
 
 def adversarial_note(results: Results) -> str | None:

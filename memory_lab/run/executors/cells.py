@@ -54,8 +54,10 @@ def cell_record(
     error: str | None = None,
     seconds: float = 0.0,
     held: int | None = None,
+    startup: float | None = None,
 ) -> dict[str, Any]:
-    """A cell's closing record: ``ok`` without an error, else ``failed`` with it, redacted."""
+    """A cell's closing record: ``ok`` without an error, else ``failed`` with it, redacted;
+    ``startup``: the process's loading before its first cell (``RunModels.startup_once``)."""
     return CellRecord(
         memory=spec.label,
         memory_name=spec.name,
@@ -64,6 +66,7 @@ def cell_record(
         error=None if error is None else redact(error),
         seconds=seconds,
         memory_tokens_held=held,
+        startup_seconds=startup,
     ).to_dict()
 
 
@@ -85,6 +88,7 @@ def run_cell(
     password, key or token of the run), never raised. Records are written as stored: each
     prompt after the cell's first as a delta against the one before (``log/prompt_store.py``).
     """
+    startup = models.warm_once()  # the process's first cell: loading, before its clock starts
     started = time.perf_counter()
     prepare_stack(models, [spec])  # imports once per process, before threads ask probes
     encoder = PromptEncoder()  # one per execution of the cell: its first prompt is whole
@@ -97,7 +101,8 @@ def run_cell(
         held = replay_dialogue(spec, dialogue, models, stored, on_exchange=on_exchange)
     except Exception as exc:  # noqa: BLE001 - a failed cell is recorded, the run goes on
         error, tb = f"{type(exc).__name__}: {exc}", redact(traceback.format_exc())
-    record = cell_record(spec, dialogue, error, time.perf_counter() - started, held)
+    seconds = time.perf_counter() - started
+    record = cell_record(spec, dialogue, error, seconds, held, startup)
     write(record)
     return record, tb
 
