@@ -63,7 +63,7 @@ lock:
 	$(PYTHON) -m venv $(LOCK_VENV)
 	$(LOCK_VENV)/bin/python -m pip install -q --upgrade pip
 	$(LOCK_VENV)/bin/python -m pip install -q torch==2.13.0
-	$(LOCK_VENV)/bin/python -m pip install -q -e '.[dev]'
+	$(LOCK_VENV)/bin/python -m pip install -q -e '.[dev,ollama]'
 	{ echo "# Every package make setup installs, pinned. Rewritten by: make lock"; \
 	  $(LOCK_VENV)/bin/python -m pip freeze --all --exclude-editable | sed 's/+cpu$$//'; } > constraints.txt
 	rm -rf $(LOCK_VENV)

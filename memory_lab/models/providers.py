@@ -36,6 +36,7 @@ PROVIDERS: dict[str, tuple[str, str, str | None]] = {
     "anthropic": ("langchain_anthropic", "langchain-anthropic", "ANTHROPIC_API_KEY"),
     "ollama": ("langchain_ollama", "langchain-ollama", None),
 }
+EXTRAS = ("ollama",)  # providers with an extra of memory-lab's own (pinned in constraints.txt)
 
 
 # Client construction imports lazily; one build at a time keeps threads off half-imported modules.
@@ -109,8 +110,9 @@ def _check_ready(provider: str, base_url: str | None) -> None:
     try:
         import_module(module)
     except ImportError:
+        extra = f" (or pip install 'memory-lab[{provider}]')" if provider in EXTRAS else ""
         raise ProviderError(
-            f"provider {provider!r} needs the package {pip_name}: pip install {pip_name}"
+            f"provider {provider!r} needs the package {pip_name}: pip install {pip_name}{extra}"
         ) from None
     if key and not os.environ.get(key, "").strip():  # unset, empty or blank
         if provider == "openai" and base_url:
