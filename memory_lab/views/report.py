@@ -17,6 +17,7 @@ import pandas as pd
 
 from memory_lab.log.run_spec import RunSpec
 from memory_lab.results.compare import combine, compare_summary, differences, run_names
+from memory_lab.results.judge_costs import judge_costs
 from memory_lab.results.pairs import paired_comparison
 from memory_lab.results.published import is_locomo_run, published_locomo
 from memory_lab.results.read import Results, read_results
@@ -565,6 +566,25 @@ def _notes(
     return list(dict.fromkeys(out))
 
 
+def judge_notes(runs: list[Results], names: list[str]) -> list[str]:
+    """What the judges that scored each run after it finished (``beam-scores``,
+    ``judge-cognitive``) spent, from their accounts in the run's folder: beside the memories'
+    own tokens, the money a real judge costs."""
+    lines = []
+    for run, name in zip(runs, names, strict=True):
+        for cost in judge_costs(run.path):
+            price = (
+                "no list price" if cost.est_cost_usd is None else f"est. ${cost.est_cost_usd:.4f}"
+            )
+            where = f"{name}: " if len(runs) > 1 else ""
+            lines.append(
+                f"{where}judge of {cost.scorer}: {cost.judge}, {cost.calls:,} calls "
+                f"({cost.cache_hits:,} from the cache), {cost.input_tokens:,} tokens in, "
+                f"{cost.output_tokens:,} out, {price} (not in the table's tokens)."
+            )
+    return lines
+
+
 def comparison(runs: list[Results], names: list[str]) -> dict[str, Any]:
     """What a report (or ``memory-lab view``) shows of one or several runs: the combined
     results, the summary, paired differences on shared probes, the headline and the notes."""
@@ -574,7 +594,7 @@ def comparison(runs: list[Results], names: list[str]) -> dict[str, Any]:
     pairs = paired_comparison(results)
     pairs = pairs[pairs["probes"] > 0].reset_index(drop=True) if len(pairs) else pairs
     facts = run_facts(runs, summary)
-    notes = _notes(runs, names, own)
+    notes = _notes(runs, names, own) + judge_notes(runs, names)
     stand_in = _notes(runs, names, own, ("reader",))
     judges = [r.spec.judge_model for r in runs if r.spec is not None]
     if any(j is not None and j.offline for j in judges):

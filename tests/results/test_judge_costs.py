@@ -19,6 +19,8 @@ from memory_lab.results.read import ResultsError
 from memory_lab.scoring.judge import BUILTIN_TEMPLATE
 from memory_lab.scoring.judge_core import Judge
 
+from ..small_run import small_run  # noqa: F401 - a fixture
+
 
 def _run_json(folder, **fields):
     folder.mkdir(parents=True, exist_ok=True)
@@ -109,3 +111,21 @@ def test_an_account_that_is_a_link_or_a_pipe_is_never_followed_or_waited_on(tmp_
     os.mkfifo(account_path(folder, "beam-scores"))
     with pytest.raises(ResultsError, match="FIFO"):
         judge_costs(folder)
+
+
+def test_the_report_bills_the_judges_that_scored_the_run(small_run, tmp_path):  # noqa: F811
+    """A real judge's tokens and cost, spent after the run, shown beside the memories' own."""
+    import shutil
+
+    from memory_lab.results.read import read_results
+    from memory_lab.views.report import render_report
+
+    folder = tmp_path / "run"
+    shutil.copytree(small_run.path, folder)
+    assert "judge of" not in render_report(read_results(folder))
+    write_account(folder, "judge-cognitive", _judge(3), [BUILTIN_TEMPLATE])
+    html = render_report(read_results(folder))
+    assert (
+        "judge of judge-cognitive: openai:gpt-4o-mini, 3 calls (0 from the cache), 300 tokens "
+        "in, 30 out, est. $0.0001 (not in the table&#x27;s tokens)."
+    ) in html
