@@ -190,6 +190,9 @@ def test_in_chromium_list_compare_and_drill_down(viewer, two_runs, browser, tmp_
         assert marks == ([cat_text] if cat_text in context.get_attribute("textContent") else [])
     buffer = cards[0].find_element(By.CSS_SELECTOR, "pre.context")
     assert buffer.find_elements(By.TAG_NAME, "mark")  # the buffer holds every turn
+    # an evidence turn is named as a turn, not as if its id were a speaker ("cat: My cat ...")
+    shown = browser.find_element(By.CSS_SELECTOR, "#evidence li").text
+    assert shown == f"turn cat — {cat_text}"
     browser.save_screenshot(str(tmp_path / "probe.png"))
 
     # the permalink opens the same view in a fresh page
