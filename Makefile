@@ -17,7 +17,7 @@ export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup bench test test-slow lint docs lock clean
+.PHONY: setup bench test test-slow lint docs notebooks lock clean
 
 # Every install is pinned by constraints.txt, Hindsight's environment by constraints-hindsight.txt
 # (`make lock` rewrites both). torch is installed first, on its own: any other route pulls a
@@ -55,6 +55,11 @@ lint: setup
 # warning fails; nothing is fetched (no web fonts, no CDN). Open build/site/index.html.
 docs: setup
 	$(VENV)/bin/mkdocs build --strict --quiet
+
+# Execute the notebooks and commit them with their outputs (a test re-executes them and fails
+# when what they show has drifted from what is committed).
+notebooks: $(STAMP)
+	$(PY) -m tests.notebook_outputs
 
 # Re-pin every install: resolve pyproject.toml afresh in a scratch venv and freeze it.
 LOCK_VENV := build/lock-venv
