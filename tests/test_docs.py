@@ -139,6 +139,14 @@ def _browse_from_file_url(site: Path) -> None:
             WebDriverWait(driver, 10).until(lambda d, t=title: t in d.title)
             assert driver.current_url.startswith("file://") and driver.current_url.endswith(".html")
             assert driver.find_element(By.TAG_NAME, "h1").text  # a page, not a folder listing
+        # long commands and printed tables wrap: nothing to scroll sideways
+        for page in ("results.html", "cli.html", "index.html"):
+            driver.get((site / page).as_uri())
+            wide = driver.execute_script(
+                "return [...document.querySelectorAll('.md-typeset pre > code')]"
+                ".filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent)"
+            )
+            assert wide == [], f"{page}: code blocks scroll sideways: {wide}"
         driver.execute_script("document.querySelector('label[for=__search]').click()")
         box = driver.find_element(By.CSS_SELECTOR, "input[data-md-component=search-query]")
         box.send_keys("concurrency")
