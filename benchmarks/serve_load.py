@@ -4,12 +4,15 @@ Starts ``memory-lab serve --port 0`` (offline models, loopback) itself, then ``-
 (20) each send ``--messages`` messages (10) one after another, all users at once. Every user's
 first message states a fact only that user has (a code word); every later message carries the
 user's tag. Afterwards each user's ``GET /memory`` context and every reply must hold that user's
-own code word and tag and no other user's (no cross-talk). A warm-up user first loads the
-offline models (the reader's embedding model loads on the first message with a context). Prints
-the chat latency p50/p95/max, the wall time and the requests per second, then stops the server.
-Exit 1 on any failure.
+own code word and tag and no other user's (no cross-talk). Before the load, one user alone
+sends ``--first`` messages (4) to the fresh server, one at a time, a question from the second
+on (so the answering model reads a context): their latencies, message by message, show whether
+anything still loads on a user's first messages after serve's warm-up (the second message used
+to take 5-8 s while the offline reader's engines loaded). Prints those, the load's chat latency
+p50/p95/max and p50 by message position, the wall time and the requests per second, then stops
+the server. Exit 1 on any failure.
 
-    python benchmarks/serve_load.py [--users 20] [--messages 10] [--memory buffer]
+    python benchmarks/serve_load.py [--users 20] [--messages 10] [--first 4] [--memory buffer]
 """
 
 from __future__ import annotations
@@ -28,6 +31,13 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+FIRST = [
+    "Hi, my name is Ada and I live in Lisbon.",
+    "Where do I live?",
+    "I have a cat called Tom.",
+    "What is my cat called?",
+    "What is my name?",
+]
 WORDS = ["amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "heron", "iris", "jade"]
 
 
@@ -64,17 +74,25 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=20)
     parser.add_argument("--messages", type=int, default=10)
+    parser.add_argument(
+        "--first", type=int, default=4, help="messages the fresh server's first user sends alone"
+    )
     parser.add_argument("--memory", default="buffer", help="the memory spec served")
     args = parser.parse_args()
     server, url = start_server(args.memory, args.users, args.messages)
     users = [f"load-user-{n:02d}" for n in range(args.users)]
     latencies: list[float] = []
+    by_position: list[list[float]] = [[] for _ in range(args.messages)]
+    first: list[float] = []
     problems: list[str] = []
     try:
         with httpx.Client(base_url=url, timeout=120) as http:
-            for text in ("hello", "hello again"):  # the second loads the reader's model
-                http.post("/chat/warmup", json={"message": text}).raise_for_status()
-            http.delete("/memory/warmup").raise_for_status()
+            for i in range(args.first):  # the fresh server's first user, alone
+                text = FIRST[i % len(FIRST)]
+                started = time.perf_counter()
+                http.post("/chat/first", json={"message": text}).raise_for_status()
+                first.append(time.perf_counter() - started)
+            http.delete("/memory/first").raise_for_status()
 
             def talk(n: int) -> list[str]:
                 user, replies = users[n], []
@@ -86,6 +104,7 @@ def main() -> int:
                     started = time.perf_counter()
                     response = http.post(f"/chat/{user}", json={"message": text})
                     latencies.append(time.perf_counter() - started)
+                    by_position[i].append(latencies[-1])
                     if response.status_code != 200:
                         problems.append(f"{user}: {response.status_code} {response.text[:200]}")
                         continue
@@ -119,11 +138,20 @@ def main() -> int:
     total = len(latencies)
     ms = sorted(1000 * s for s in latencies)
     p95 = ms[max(0, int(round(0.95 * total)) - 1)]
+    if first:
+        each = "  ".join(f"#{i + 1} {1000 * s:.1f}" for i, s in enumerate(first))
+        print(f"first user alone, latency ms by message: {each}")
     print(f"memory {args.memory}: {args.users} users x {args.messages} messages = {total} chats")
     print(
         f"latency ms: p50 {statistics.median(ms):.1f}  p95 {p95:.1f}  max {ms[-1]:.1f}  "
         f"| wall {wall:.2f} s, {total / wall:.1f} chats/s"
     )
+    positions = [
+        f"#{i + 1} {statistics.median(1000 * s for s in got):.1f}"
+        for i, got in enumerate(by_position)
+        if got
+    ]
+    print(f"latency ms p50 by message: {'  '.join(positions)}")
     print(f"server exit code: {server.returncode}")
     if problems:
         print(f"FAILED: {len(problems)} problem(s)")

@@ -363,9 +363,14 @@ WARM_UP = "Hello, I'm warming up."
 
 
 def warm_up(specs: list[MemorySpec], models: RunModels) -> int:
-    """One exchange and one look through a throwaway memory of every served spec (those that
-    keep their state on a server excepted: nothing is written there), so the models, embeddings
-    and analysers load before the first user waits on them. Returns how many were warmed."""
+    """Load the run's engines (``RunModels.warm_once``: the tokenizer, the offline reader's
+    MiniLM and e5, the memories' offline embeddings), then one exchange and one look through a
+    throwaway memory of every served spec (those that keep their state on a server excepted:
+    nothing is written there), so the models, embeddings and analysers load before the first
+    user waits on them. The engines are loaded apart from the exchange: a fresh memory's first
+    exchange has no context, so the offline reader answers it without them, and they used to
+    load on a user's second message (7 s). Returns how many memories were warmed."""
+    models.warm_once()
     warmed = 0
     for spec in specs:
         if keeps_state(spec):

@@ -172,9 +172,11 @@ def run(args: argparse.Namespace) -> int:
     from memory_lab.serve.chat import warm_up
 
     settings = settings_from(args)
+    # before the warm-up: loading an int8 engine logs on the root logger (onnxruntime's
+    # quantizer), which would give it a WARNING handler and make this call a no-op, no access log
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     print("memory-lab serve: warming up the models (once)", file=sys.stderr, flush=True)
     warm_up(settings.memories, settings.models)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     sock = listening_socket(args.port)
     port = sock.getsockname()[1]
     labels = ", ".join(s.label for s in settings.memories)

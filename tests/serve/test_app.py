@@ -473,3 +473,53 @@ def test_a_busy_postgres_pool_is_a_clean_503(serve, limited_postgres):
             first.join(60)
         assert blocked["r"].status_code == 200, blocked["r"].text
         assert http.post("/chat/pavel", json={"message": "Me too."}).status_code == 200
+
+
+@pytest.fixture
+def engine_loads(monkeypatch) -> list[tuple[str, tuple]]:
+    """The embedding engines loaded from now on, as a fresh process would load them: each
+    (loader, args) the first time it is asked for (the process's engines answer; none of this
+    test's loads costs more than a cache hit when another test loaded it before)."""
+    from functools import lru_cache
+
+    from memory_lab.models import e5_onnx, minilm_onnx
+
+    loads: list[tuple[str, tuple]] = []
+    for module, name in ((minilm_onnx, "minilm_onnx"), (e5_onnx, "e5_onnx")):
+        engine = getattr(module, name)
+
+        def first_use(*args, engine=engine, name=name):
+            loads.append((name, args))
+            return engine(*args)
+
+        monkeypatch.setattr(module, name, lru_cache(first_use))
+    return loads
+
+
+def test_serve_warm_up_loads_what_a_users_second_message_needs(engine_loads):
+    """A fresh memory's first exchange has no context, so the offline reader answers it without
+    its engines: serve's warm-up loads them itself (they loaded on a user's second message)."""
+    from memory_lab.serve.chat import Chats, warm_up
+
+    models = RunModels.create(RunConfig(mode="live", cache=False))
+    specs = resolve_memories(["buffer"])
+    assert warm_up(specs, models) == 1
+    warmed = list(engine_loads)
+    assert {name for name, _ in warmed} == {"minilm_onnx", "e5_onnx"}
+    chats = Chats(specs, models, max_users=1)
+    try:
+        said = ["My cat is called Tom.", "What is my cat called?", "I live in Lisbon."]
+        replies = [chats.chat("ada", message)[0]["reply"] for message in said]
+    finally:
+        chats.close()
+    assert "Tom" in replies[1]  # the reader read the context, with its engines
+    assert engine_loads == warmed  # no message of the user loaded one
+
+
+def test_serve_warm_up_loads_the_engines_when_every_memory_is_on_postgres(engine_loads):
+    """No throwaway exchange on PostgreSQL (nothing is written there), yet the engines load."""
+    from memory_lab.serve.chat import warm_up
+
+    models = RunModels.create(RunConfig(mode="live", cache=False))
+    assert warm_up(resolve_memories(["thread:saver=postgres"]), models) == 0
+    assert {name for name, _ in engine_loads} == {"minilm_onnx", "e5_onnx"}
