@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import httpx
@@ -203,3 +204,105 @@ def test_in_chromium_list_compare_and_drill_down(viewer, two_runs, browser, tmp_
     assert len(browser.find_elements(By.CSS_SELECTOR, "#cards .card")) == len(memories)
     logs = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert logs == []
+
+
+# seven memories whose labels are long (parameters): the probe grid's header used to take the
+# width and squeeze the question to a few words a line (issue 45)
+SEVEN = [
+    "buffer",
+    "window:k=1",
+    "summary",
+    "summary_buffer:max_token_limit=300",
+    "token_buffer:max_token_limit=300",
+    "entity:k=2",
+    "combined:parts=window+summary",
+]
+# the probe grid and the summary as measured in the page: widths in CSS px, each box's scroll
+# width against its width, and the text of every cell whose text overflows it
+GRID = r"""
+const box = (e) => e.getBoundingClientRect();
+const over = (sel) => [...document.querySelectorAll(sel)]
+  .filter((c) => c.scrollWidth > c.clientWidth + 1).map((c) => c.textContent);
+const grid = document.querySelector('#probes');
+const scroller = grid.parentElement, summary = document.querySelector('#summary');
+const heads = [...grid.querySelectorAll('thead th')];
+return {
+  question: box(grid.querySelector('th[data-key=question]')).width,
+  table: box(grid).width,
+  memories: heads.filter((h) => h.dataset.key.startsWith('m:')).map((h) => h.title),
+  overflowing: over('#probes th, #probes td, #summary th, #summary td'),
+  grid: [scroller.scrollWidth, scroller.clientWidth],
+  summary: [summary.parentElement.scrollWidth, summary.parentElement.clientWidth],
+};
+"""
+# after scrolling the grid to its right end: where the question column is, and whether its
+# first cell is what shows at its middle (not a memory's cell scrolled over it)
+PINNED = r"""
+const scroller = document.querySelector('#probes').parentElement;
+scroller.scrollIntoView({ block: 'center' });
+scroller.scrollLeft = scroller.scrollWidth;
+const cell = document.querySelector('#probes tbody td.question');
+const r = cell.getBoundingClientRect(), s = scroller.getBoundingClientRect();
+const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+return { scrolled: scroller.scrollLeft, left: r.left - s.left, width: r.width,
+         shown: hit === cell || cell.contains(hit) };
+"""
+
+
+@pytest.fixture(scope="module")
+def seven_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("view7") / "seven"
+    argv = ["run", "--memory", *SEVEN, "--dialogues", str(MINI), "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    return out
+
+
+@pytestmark_browser
+def test_in_chromium_seven_memories_leave_every_column_readable(seven_run, two_runs, browser):  # noqa: F811
+    from urllib.parse import urlencode
+
+    app = create_view_app(ViewSettings([str(seven_run), str(two_runs)]))
+    with running_app(app) as url:
+        with httpx.Client(base_url=url, timeout=60) as http:
+            keys = {r["name"]: r["key"] for r in http.get("/api/runs").json()["runs"]}
+        for width, height in ((1280, 800), (1400, 900)):
+            browser.set_window_size(width, height)
+            browser.get(url + "/#compare?" + urlencode({"run": keys["seven"]}))
+            _wait_view(browser, "compare")
+            page = browser.execute_script(GRID)
+            # the question keeps a readable measure (18em: 3-4 words a line at least) and the
+            # seven memories' verdicts fit beside it: no scrolling sideways
+            assert page["question"] >= 230, (width, page)
+            assert page["grid"][0] <= page["grid"][1], (width, page)
+            assert page["summary"][0] <= page["summary"][1], (width, page)
+            assert page["overflowing"] == [], (width, page)
+            assert page["memories"] == SEVEN  # each header's full label, on hover too
+        # the verdict cell names its memory, for a row far below the header
+        first_row = "#probes tbody tr:first-child td"
+        tips = browser.execute_script(
+            f"return [...document.querySelectorAll('{first_row}')].map(c => c.title)"
+        )
+        verdict = re.compile(
+            rf"({'|'.join(map(re.escape, SEVEN))}): (correct|wrong) \(string match\)"
+        )
+        verdicts = [t for t in tips if verdict.fullmatch(t)]
+        assert [t.split(": ")[0] for t in verdicts] == SEVEN, tips
+
+        # narrower than the grid: it scrolls sideways in its box, the question pinned on the left
+        browser.set_window_size(900, 800)
+        browser.get(url + "/#compare?" + urlencode({"run": keys["seven"]}))
+        _wait_view(browser, "compare")
+        pinned = browser.execute_script(PINNED)
+        assert pinned["scrolled"] > 100 and pinned["left"] <= 2 and pinned["width"] >= 230, pinned
+        assert pinned["shown"], pinned
+
+        # two memories: the same page, nothing squeezed or stretched
+        browser.set_window_size(1280, 800)
+        browser.get(url + "/#compare?" + urlencode({"run": keys["short"]}))
+        _wait_view(browser, "compare")
+        page = browser.execute_script(GRID)
+        assert page["memories"] == ["buffer", "window:k=1"]
+        assert page["question"] >= 230 and page["overflowing"] == [], page
+        assert page["table"] < page["grid"][1] - 200, page  # as wide as it needs, no wider
+        logs = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+        assert logs == []
