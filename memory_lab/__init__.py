@@ -5,6 +5,7 @@ memory against ``memory_lab.memories``) loads nothing heavy: the benchmark's pan
 executors come only with ``run_benchmark``, ``read_results`` and the like.
 """
 
+# ruff: noqa: F401  (the imports under TYPE_CHECKING are the exports; tests/test_public_api.py)
 from __future__ import annotations
 
 from importlib import import_module
@@ -51,43 +52,9 @@ _EXPORTS = {
     "validate": "memory_lab.dialogue.sources",
 }
 
-__all__ = [
-    "Dialogue",
-    "DialogueError",
-    "Exchange",
-    "Item",
-    "Memory",
-    "MemoryResources",
-    "MemoryView",
-    "ModelSpec",
-    "Probe",
-    "Query",
-    "Recall",
-    "Results",
-    "RunConfig",
-    "RunModels",
-    "RunSpec",
-    "Session",
-    "SessionInfo",
-    "TextMemory",
-    "Turn",
-    "build_memory",
-    "execute",
-    "inspect_memory",
-    "load_dialogues",
-    "memory_factories",
-    "parse_memory_spec",
-    "prepare_run",
-    "read_results",
-    "register_memory",
-    "replay_dialogue",
-    "resolve_memories",
-    "resume_benchmark",
-    "run_benchmark",
-    "summarize",
-    "validate",
-]
-assert set(__all__) == set(_EXPORTS)
+# the public names, listed once: the block under TYPE_CHECKING below imports the same names for
+# type checkers, and docs/api.md documents each (tests/test_public_api.py checks both)
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
@@ -107,6 +74,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
     from memory_lab.dialogue.model import Dialogue, DialogueError, Probe, Session, Turn
     from memory_lab.dialogue.sources import load_dialogues, validate
     from memory_lab.log.config import RunConfig
+    from memory_lab.log.run_spec import RunSpec
     from memory_lab.memories import (
         Exchange,
         Item,
@@ -121,10 +89,12 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
         parse_memory_spec,
         register_memory,
     )
+    from memory_lab.models.spec import ModelSpec
     from memory_lab.results.read import Results, read_results
     from memory_lab.results.summary import summarize
-    from memory_lab.run.benchmark import run_benchmark
+    from memory_lab.run.benchmark import resume_benchmark, run_benchmark
     from memory_lab.run.cell import replay_dialogue
     from memory_lab.run.context import RunModels
+    from memory_lab.run.execute import execute
     from memory_lab.run.inspect import MemoryView, inspect_memory
-    from memory_lab.run.prepare import resolve_memories
+    from memory_lab.run.prepare import prepare_run, resolve_memories
