@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from memory_lab.dialogue.importers import FORMATS, importer_options
+from memory_lab.dialogue.importers import benchmarks, importer_options
 from memory_lab.dialogue.sources import validate
 from memory_lab.errors import BadInput
 from memory_lab.log.config import named_values
@@ -34,8 +34,9 @@ def list_command(args: argparse.Namespace) -> int:
     print(
         "\nDataset formats (--dialogues FORMAT:PATH#key=value,...; memory-lab import FORMAT PATH):"
     )
-    for fmt in FORMATS:
-        print(f"  {fmt}: options {', '.join(importer_options(fmt))}")
+    for fmt, bench in benchmarks().items():
+        scored = f"; scored by {bench.scorer}" if bench.scorer else ""
+        print(f"  {fmt}: options {', '.join(importer_options(fmt))}{scored} ({bench.docs})")
     return 0
 
 

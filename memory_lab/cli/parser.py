@@ -25,7 +25,7 @@ from memory_lab.cli.result_commands import (
     report_command,
 )
 from memory_lab.cli.run_commands import DEFAULTS, run_command
-from memory_lab.dialogue.importers import FORMATS
+from memory_lab.dialogue.importers import formats
 from memory_lab.log.config import ADVERSARIAL, ANSWER_STYLES, DEVICES, EXECUTORS, MODES
 from memory_lab.models.windows import MODEL_WINDOW
 
@@ -329,7 +329,7 @@ def _build(parser_class: type[argparse.ArgumentParser]) -> argparse.ArgumentPars
     _add_run_parser(sub)
 
     imp = sub.add_parser("import", help="convert a foreign dataset into dialogue YAML files")
-    imp.add_argument("format", choices=FORMATS, help="the dataset's format")
+    imp.add_argument("format", choices=formats(), help="the dataset's format")
     imp.add_argument(
         "path",
         type=Path,

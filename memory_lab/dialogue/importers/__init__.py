@@ -19,11 +19,14 @@ dialogue, within the nesting and value-count limits of ``memory_lab.text.limits`
 from __future__ import annotations
 
 import inspect
+import pkgutil
 import re
-from collections.abc import Callable
+from functools import cache
+from importlib import import_module
 from pathlib import Path
 
 from memory_lab.dialogue.importers.common import (  # noqa: F401 - the importers' shared parts, re-exported
+    Benchmark,
     ImportReport,
     ImportResult,
     check_record,
@@ -36,41 +39,34 @@ from memory_lab.errors import BadInput
 from memory_lab.text.limits import MAX_FILE_BYTES, ReadBudget, regular_files_only
 
 
-def _importers() -> dict[str, Callable[..., ImportResult]]:
-    from memory_lab.dialogue.importers.beam import import_beam
-    from memory_lab.dialogue.importers.locomo import import_locomo
-    from memory_lab.dialogue.importers.locomo_plus import import_locomo_plus
-    from memory_lab.dialogue.importers.longmemeval import import_longmemeval
-
-    return {
-        "locomo": import_locomo,
-        "longmemeval": import_longmemeval,
-        "beam": import_beam,
-        "locomo-plus": import_locomo_plus,
-    }
+def benchmarks() -> dict[str, Benchmark]:
+    """Every dataset an importer module of this package declares (``BENCHMARK``), by name:
+    adding a benchmark is one module here (and its docs page)."""
+    return dict(_declared())
 
 
-FORMATS = ("locomo", "longmemeval", "beam", "locomo-plus")
+@cache
+def _declared() -> tuple[tuple[str, Benchmark], ...]:
+    found = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if info.name == "common":
+            continue
+        declared = getattr(import_module(f"{__name__}.{info.name}"), "BENCHMARK", None)
+        if isinstance(declared, Benchmark):
+            found[declared.name] = declared
+    return tuple(found.items())
+
+
+def formats() -> tuple[str, ...]:
+    """The dataset formats ``FORMAT:PATH`` and ``memory-lab import`` accept."""
+    return tuple(benchmarks())
 
 
 def importer_options(fmt: str) -> list[str]:
     """The options ``FORMAT:PATH#key=value`` takes for ``fmt``: its importer's, and ``max_mib``."""
-    importer = _importers()[fmt]
+    importer = benchmarks()[fmt].importer
     own = [p for p in inspect.signature(importer).parameters if p not in ("path", "budget")]
     return [*own, "max_mib"]
-
-
-# Where each dataset comes from, for a path that does not exist (none is shipped: licences).
-DATASET_ORIGINS = {
-    "locomo": "LoCoMo is not shipped: locomo10.json is in data/locomo10.zip of the "
-    "snap-research/locomo repository on GitHub; see docs/importers.md",
-    "longmemeval": "LongMemEval is not shipped: longmemeval_s_cleaned.json and the other files "
-    "come with the xiaowu0162/LongMemEval release on GitHub; see docs/importers.md",
-    "beam": "BEAM is not shipped: its chats/ folder is in the mohammadtavakoli78/BEAM repository "
-    "on GitHub; see docs/beam.md",
-    "locomo-plus": "LoCoMo-Plus is not shipped: data/locomo_plus.json (with locomo10.json) is in "
-    "the xjtuleeyf/Locomo-Plus repository on GitHub; see docs/locomo-plus.md",
-}
 
 
 def parse_source(text: str) -> tuple[str, Path, dict[str, str]] | None:
@@ -79,7 +75,7 @@ def parse_source(text: str) -> tuple[str, Path, dict[str, str]] | None:
     DialogueError naming the source when an option is not ``key=value`` or given twice.
     """
     fmt, sep, rest = text.partition(":")
-    if not sep or fmt not in FORMATS:
+    if not sep or fmt not in formats():
         return None
     path, _, opts = rest.partition("#")
     options: dict[str, str] = {}
@@ -111,12 +107,13 @@ def import_source(
 
     ``options`` are the importer's keyword options plus ``max_mib`` (the read limit, in MiB).
     """
-    if fmt not in FORMATS:
-        raise BadInput(f"unknown dataset format {fmt!r} (known: {', '.join(FORMATS)})")
+    declared = benchmarks()
+    if fmt not in declared:
+        raise BadInput(f"unknown dataset format {fmt!r} (known: {', '.join(declared)})")
     path = Path(path)
     options = dict(options or {})
     budget = _budget(str(path), options.pop("max_mib", None))
-    importer = _importers()[fmt]
+    importer = declared[fmt].importer
     known = importer_options(fmt)
     for key in options:
         if key not in known:
@@ -125,7 +122,7 @@ def import_source(
                 str(path), None, "options", f"{fmt} has no option {key!r} (options: {allowed})"
             )
     if not path.exists():
-        where = DATASET_ORIGINS.get(fmt, "see docs/importers.md")
+        where = f"{declared[fmt].origin}; see {declared[fmt].docs}"
         raise import_error(str(path), None, "source", f"no such file or folder ({where})")
     with regular_files_only():  # a FIFO or a device is refused, never waited on or read
         return importer(path, budget=budget, **options)

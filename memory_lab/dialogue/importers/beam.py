@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_lab.dialogue.importers.common import (
+    Benchmark,
     ImportReport,
     ImportResult,
     check_record,
@@ -531,3 +532,16 @@ def import_beam(
         for s, folder in _conversations(path, scales, numbers)
     ]
     return ImportResult(documents, report)
+
+
+BENCHMARK = Benchmark(
+    name="beam",
+    importer=import_beam,
+    origin="BEAM is not shipped: its chats/ folder is in the mohammadtavakoli78/BEAM repository "
+    "on GitHub",
+    licence="the mohammadtavakoli78/BEAM repository carries no licence: not shipped",
+    docs="docs/beam.md",
+    categories=dict(CATEGORIES),
+    scorer="memory-lab beam-scores",
+    published="published_beam.json",
+)

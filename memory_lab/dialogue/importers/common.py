@@ -48,6 +48,27 @@ class ImportResult:
     report: ImportReport
 
 
+@dataclass(frozen=True)
+class Benchmark:
+    """A foreign dataset, declared once: as ``BENCHMARK`` in its importer's module, which is all
+    ``memory_lab.dialogue.importers.benchmarks`` needs to find it (``FORMAT:PATH`` sources,
+    ``memory-lab import``, ``memory-lab list`` and the not-found hint read it from here).
+
+    ``categories``: the dataset's own categories and the memory-lab category each becomes
+    (``memory_lab.dialogue.model.CATEGORIES``); ``scorer``: the command that scores a run the
+    dataset's own way, if any; ``published``: the bundled file of other systems' published
+    figures (``memory_lab/data``), if any."""
+
+    name: str  # the FORMAT of FORMAT:PATH
+    importer: Callable[..., ImportResult]
+    origin: str  # where a user gets it: none is shipped
+    licence: str
+    docs: str
+    categories: dict[str, str]
+    scorer: str | None = None
+    published: str | None = None
+
+
 def slug(text: str) -> str:
     """A dialogue id of [a-z0-9-] from any string."""
     out = re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")

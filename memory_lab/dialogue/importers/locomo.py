@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_lab.dialogue.importers.common import (
+    Benchmark,
     ImportReport,
     ImportResult,
     check_record,
@@ -341,3 +342,15 @@ def import_locomo(
         if doc is not None:
             documents.append(doc)
     return ImportResult(documents, report)
+
+
+BENCHMARK = Benchmark(
+    name="locomo",
+    importer=import_locomo,
+    origin="LoCoMo is not shipped: locomo10.json is in data/locomo10.zip of the "
+    "snap-research/locomo repository on GitHub",
+    licence="the snap-research/locomo repository states no licence for its data: not shipped",
+    docs="docs/importers.md",
+    categories={str(k): v for k, v in CATEGORY_MAPS["paper"].items()},
+    published="published_locomo.json",
+)

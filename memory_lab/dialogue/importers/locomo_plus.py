@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_lab.dialogue.importers.common import (
+    Benchmark,
     ImportReport,
     ImportResult,
     check_record,
@@ -323,3 +324,15 @@ def import_locomo_plus(
         if doc is not None:
             documents.append(doc)
     return ImportResult(documents, report)
+
+
+BENCHMARK = Benchmark(
+    name="locomo-plus",
+    importer=import_locomo_plus,
+    origin="LoCoMo-Plus is not shipped: data/locomo_plus.json (with locomo10.json) is in the "
+    "xjtuleeyf/Locomo-Plus repository on GitHub",
+    licence="the xjtuleeyf/Locomo-Plus repository carries no licence: not shipped",
+    docs="docs/locomo-plus.md",
+    categories={"cognitive": "cognitive"},
+    scorer="memory-lab judge-cognitive",
+)
