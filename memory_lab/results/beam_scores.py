@@ -606,6 +606,68 @@ def write_scores(
     return out, write_account(results_dir, SCORER, judge, grader.protocols)
 
 
+_FLOATS = ("score", "judge_score", "tau_norm", "evidence_recall")
+_INTS = ("graded", "items", "judge_calls", "judge_cache_hits")
+_INTS += ("judge_input_tokens", "judge_output_tokens")
+
+
+def read_scores(results_dir: str | Path) -> list[dict[str, Any]] | None:
+    """The rows ``write_scores`` wrote to ``beam_scores.csv`` in the results folder, numbers read
+    back as numbers (an empty cell: None; ``nan``, an undefined τ, stays NaN, as BEAM keeps it);
+    None when the folder has no such file (``memory-lab beam-scores`` has not scored the run)."""
+    import csv
+    import io
+
+    from memory_lab.results.read import ResultsError, open_in_folder
+    from memory_lab.text.limits import MAX_RUN_FILE_BYTES
+
+    path = Path(results_dir) / SCORES_FILE
+    if not path.exists() and not path.is_symlink():
+        return None
+    # a crafted folder's file is refused in one line: no pipe waited on, no link followed
+    with open_in_folder(path, MAX_RUN_FILE_BYTES, "MAX_RUN_FILE_BYTES") as raw:
+        rows = list(csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8", newline="")))
+    for line, r in enumerate(rows, start=2):
+        for key in (*_FLOATS, *_INTS):
+            if key not in r:
+                continue
+            try:
+                if key in _FLOATS:
+                    r[key] = None if r[key] in ("", None) else float(r[key])
+                else:
+                    r[key] = int(r[key] or 0)
+            except (TypeError, ValueError):
+                message = f"{path}: line {line}: {key}: not a number: {r[key]!r:.40}"
+                raise ResultsError(message) from None
+    return rows
+
+
+def overall_scores(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """BEAM's overall score per protocol, memory and scale, as its papers report it: the mean
+    over abilities of each ability's score (``ability_means``), with how many abilities had
+    one (``abilities``, of ``of``; ``score`` None when none had); ``judges``: who graded them."""
+    out = []
+    for protocol in dict.fromkeys(r["protocol"] for r in rows):
+        mine = [r for r in rows if r["protocol"] == protocol]
+        means = ability_means(mine)
+        for memory, scale in dict.fromkeys((r["memory"], r["scale"]) for r in mine):
+            values = [v for (m, s, _), v in means.items() if (m, s) == (memory, scale)]
+            theirs = [r for r in mine if (r["memory"], r["scale"]) == (memory, scale)]
+            judges = {r.get("judge") or "unknown" for r in theirs}
+            out.append(
+                {
+                    "protocol": protocol,
+                    "memory": memory,
+                    "scale": scale,
+                    "score": sum(values) / len(values) if values else None,
+                    "abilities": len(values),
+                    "of": len(ABILITIES),
+                    "judges": sorted(judges),
+                }
+            )
+    return out
+
+
 def _number(value: Any) -> float | None:
     try:
         value = float(value)

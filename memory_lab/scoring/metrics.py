@@ -7,7 +7,9 @@ What a figure needs decides whether it may rank memories for a run (``Metric.mea
   model only; with the offline reader (an extractive stand-in, tuned on the built-in suite) it
   measures the instrument. On BEAM the reader scores every memory alike (5.6%) while evidence
   recall runs from 31% to 63%: such a figure must not say which memory is best.
-- ``JUDGE``: a real LLM judge graded the replies (the offline judge is a stand-in too).
+- ``JUDGE``: a real LLM judge graded the replies (the offline judge is a stand-in too; for
+  BEAM's score, the judge of ``memory-lab beam-scores``, whose offline grading reads value
+  nuggets only).
 - ``EVIDENCE``: the probes name their evidence turns.
 
 The answer a report leads with, the cost frontier and the viewer's comparison rank by the
@@ -48,9 +50,10 @@ class RunFacts:
 
 @dataclass(frozen=True)
 class Metric:
-    """One summary column. ``unit``: ``share`` (0-1, shown as a percent), ``score`` (0-1, shown
-    with three decimals), ``tokens``, ``usd``, ``seconds`` or ``count``. ``interval``: the
-    columns of its 95% interval; ``spread``: the column of its sd over judge runs."""
+    """One summary column (or ``BEAM_SCORE``, scored after the run). ``unit``: ``share`` (0-1,
+    shown as a percent), ``score`` (0-1, shown with three decimals), ``tokens``, ``usd``,
+    ``seconds`` or ``count``. ``interval``: the columns of its 95% interval; ``spread``: the
+    column of its sd over judge runs."""
 
     name: str
     label: str  # the tables' heading
@@ -160,7 +163,17 @@ METRICS: tuple[Metric, ...] = (
         higher_is_better=False,
     ),  # fmt: skip
 )
-BY_NAME = {m.name: m for m in METRICS}
+# BEAM's own score (``results/beam_scores.py``): not a summary column but ``beam_scores.csv``,
+# written by ``memory-lab beam-scores`` after a run; the report's answer names it when there.
+BEAM_SCORE = Metric(
+    "beam_score",
+    "BEAM",
+    "BEAM score (its rubric judge)",
+    "share",
+    "BEAM questions with a graded rubric item, per ability, then over abilities",
+    needs=(ANSWERING_MODEL, JUDGE),
+)
+BY_NAME = {m.name: m for m in (*METRICS, BEAM_SCORE)}
 # The figures that may lead the answer, in order: the first meaningful one leads.
 RANKING = ("judge_accuracy", "accuracy", "evidence_recall")
 

@@ -272,11 +272,32 @@ def _published_section(probes: pd.DataFrame) -> str:
     )
 
 
-def _beam_section(probes: pd.DataFrame) -> str:
-    """Runs over BEAM: BEAM's scores by memory, scale and ability as the offline judge gives
-    them (value nuggets only, labelled offline), the run's evidence recall beside them, and the
-    published figures at the run's scales, labelled as such (``memory-lab beam-scores --judge``
-    gives the judged scores)."""
+def beam_scores(runs: list[Results], names: list[str]) -> list[dict[str, Any]] | None:
+    """The question rows of each run's ``beam_scores.csv`` (``memory-lab beam-scores``), each
+    memory labelled ``run/memory`` when several runs are compared (as ``compare.combine``
+    labels them); None when no run has one."""
+    from memory_lab.results.beam_scores import read_scores
+
+    rows, found = [], False
+    for run, name in zip(runs, names, strict=True):
+        mine = read_scores(run.path)
+        found = found or mine is not None
+        for r in mine or []:
+            rows.append({**r, "memory": f"{name}/{r['memory']}" if len(runs) > 1 else r["memory"]})
+    return rows if found else None
+
+
+def _judge_label(judges: list[str]) -> str:
+    """How a BEAM table's scores were graded, for its headings: ``offline`` or the judge."""
+    return " + ".join(judges) if judges else "offline"
+
+
+def _beam_section(probes: pd.DataFrame, scored: list[dict[str, Any]] | None = None) -> str:
+    """Runs over BEAM: BEAM's scores by memory, scale and ability, the run's evidence recall
+    beside them, and the published figures at the run's scales, labelled as such. The scores are
+    those ``memory-lab beam-scores`` wrote (``scored``, from ``beam_scores.csv``: a judge model's
+    or offline), else the offline judge's, computed here (value nuggets only, labelled
+    offline)."""
     from memory_lab.results.beam_scores import (
         OFFLINE_LABEL,
         PROTOCOLS,
@@ -286,11 +307,17 @@ def _beam_section(probes: pd.DataFrame) -> str:
         table_rows,
     )
 
-    if probes.empty or "probe_metadata" not in probes:
+    if scored:
+        rows = scored
+    elif probes.empty or "probe_metadata" not in probes:
         return ""
-    rows = score_probes(probes, OfflineBeamGrader(), PROTOCOLS)
+    else:
+        rows = score_probes(probes, OfflineBeamGrader(), PROTOCOLS)
     if not rows:
         return ""
+    judges = sorted({str(r.get("judge") or "unknown") for r in rows})
+    models = [j for j in judges if j != "offline"]
+    protocols = list(dict.fromkeys(r["protocol"] for r in rows))
     body = [
         [
             escape(t["memory"]),
@@ -303,17 +330,25 @@ def _beam_section(probes: pd.DataFrame) -> str:
         ]
         for t in table_rows(rows)
     ]
-    header = ["memory", "scale", "ability", *(f"BEAM {p} (offline)" for p in PROTOCOLS)]
+    label = _judge_label(judges)
+    header = ["memory", "scale", "ability", *(f"BEAM {p} ({label})" for p in protocols)]
     header += ["rubric items graded", "evidence recall", "probes with evidence"]
     published = [
         [escape(r["scale"]), escape(r["system"]), f"{r['score']:.1f}%", escape(r["source"])]
         for r in published_rows(sorted({r["scale"] for r in rows}))
     ]
+    source = "from beam_scores.csv (memory-lab beam-scores)" if scored else "computed offline"
+    if models == judges:
+        about = f"Graded by the judge model {', '.join(models)} with BEAM's rubric prompt, {source}"
+        about += "."
+    else:
+        about = (
+            f"{OFFLINE_LABEL}, {source}: a partial, offline measure; evidence recall is the "
+            "offline headline. memory-lab beam-scores --judge MODEL gives BEAM's judged scores."
+        )
     return (
         '<h2 id="beam">BEAM by ability</h2>'
-        + f"<p class=note>{escape(OFFLINE_LABEL)}: a partial, offline measure; evidence recall is "
-        "the offline headline. memory-lab beam-scores --judge MODEL gives BEAM's judged "
-        "scores.</p>"
+        + f"<p class=note>{escape(about)}</p>"
         + _table(header, body, 'class="num" id=beam-table')
         + "<h3>Published BEAM figures (vendors' own numbers, other models, judges and "
         "protocols; not comparable digit for digit)</h3>"
@@ -394,6 +429,29 @@ def _pairs_section(pairs: pd.DataFrame) -> str:
     )
 
 
+CLIP_CHARS = 200  # a probe's text longer than this (or of more lines) is clipped ...
+CLIP_LINES = 4  # ... to this many lines (CSS), with the whole text a click away
+
+
+def clipped(text: str) -> str:
+    """``text`` escaped for a table cell; a long one (over ``CLIP_CHARS`` characters or
+    ``CLIP_LINES`` lines) inside a closed ``<details>``: its ``<summary>`` holds the whole text,
+    shown ``CLIP_LINES`` lines deep until opened (CSS only: no script, nothing cut from the
+    page, the filter and the sort read all of it)."""
+    shown = escape(text)
+    if len(text) <= CLIP_CHARS and text.count("\n") < CLIP_LINES:
+        return shown
+    more = escape(f"▸ show all ({len(text):,} characters)", True)
+    summary = f'<summary data-more="{more}"><span>{shown}</span></summary>'
+    return f"<details class=clip>{summary}</details>"
+
+
+def _text_cell(text: str, widen: bool = True) -> str:
+    """A probe's question, expected answer or reply as a table cell (``clipped``); a long
+    question or answer (``widen``) is kept from narrowing to a column of single words."""
+    return f"<td{' class=long' if widen and len(text) > 120 else ''}>{clipped(text)}</td>"
+
+
 def _probes_section(probes: pd.DataFrame, memories: list[str]) -> str:
     if probes.empty:
         return '<h2 id="probes-section">Probes</h2><p>No probes recorded.</p>'
@@ -412,8 +470,8 @@ def _probes_section(probes: pd.DataFrame, memories: list[str]) -> str:
             f'data-category="{escape(r["category"], True)}" '
             f'data-correct="{"yes" if r["correct"] else "no"}">'
             f"<td>{escape(r['memory'])}</td><td>{escape(r['dialogue'])}</td>"
-            f"<td>{escape(r['category'])}</td><td>{escape(str(r['question']))}</td>"
-            f"<td>{escape(answers)}</td><td>{escape(str(r['reply']))}</td>"
+            f"<td>{escape(r['category'])}</td>{_text_cell(str(r['question']))}"
+            f"{_text_cell(answers)}{_text_cell(str(r['reply']), widen=False)}"
             f'<td class="{"ok" if r["correct"] else "bad"}">{"✓" if r["correct"] else "✗"}</td>'
             f"<td>{hit_text}</td></tr>"
         )
@@ -455,9 +513,21 @@ list-style-position:inside}
 .explain{background:#fff8e6;border-left:3px solid #e0a100;padding:.3rem .6rem;max-width:60rem;
 font-size:.9rem}
 th{cursor:pointer}
+details.clip>summary{display:block;cursor:pointer;list-style:none}
+details.clip>summary::-webkit-details-marker{display:none}
+details.clip:not([open])>summary>span{display:-webkit-box;-webkit-box-orient:vertical;
+-webkit-line-clamp:CLIP_LINES;line-clamp:CLIP_LINES;overflow:hidden}
+details.clip>summary::after{content:attr(data-more);display:block;color:#1f5fa8;
+font-size:.8rem;margin-top:.1rem}
+details.clip[open]>summary::after{content:"▴ show less"}
+details.clip.fits>summary::after{content:none}
+#probes td.long{min-width:12rem}
+#summary-table td:nth-child(2){text-align:right}
+@media print{details.clip:not([open])>summary>span{display:inline}
+details.clip>summary::after{content:none}}
 th[aria-sort=ascending]::after{content:" ▲"}
 th[aria-sort=descending]::after{content:" ▼"}
-"""
+""".replace("CLIP_LINES", str(CLIP_LINES))
 
 JS = """
 (function(){
@@ -479,6 +549,12 @@ JS = """
   [q,m,c,k].forEach(function(el){el.addEventListener('input',apply);
     el.addEventListener('change',apply);});
   apply();
+})();
+(function(){  // a clipped text that fits in its lines anyway needs no "show all"
+  var clips=Array.prototype.slice.call(document.querySelectorAll('details.clip:not([open])'));
+  var fits=clips.filter(function(d){var s=d.querySelector('summary>span');
+    return s.scrollHeight<=s.clientHeight+1;});  // read every size first, then write
+  fits.forEach(function(d){d.classList.add('fits');});
 })();
 (function(){  // every table sorts by a column on a click on its header (numbers as numbers)
   function key(cell){
@@ -599,13 +675,17 @@ def comparison(runs: list[Results], names: list[str]) -> dict[str, Any]:
     judges = [r.spec.judge_model for r in runs if r.spec is not None]
     if any(j is not None and j.offline for j in judges):
         stand_in.append(OFFLINE_JUDGE_NOTE)
+    beam = beam_scores(runs, names)
+    from memory_lab.results.beam_scores import overall_scores
+
     return {
         "results": results,
         "summary": summary,
         "pairs": pairs,
         "notes": notes,
         "stand_in": stand_in,
-        "headline": headline(summary, pairs, facts),
+        "headline": headline(summary, pairs, facts, overall_scores(beam) if beam else None),
+        "beam_scores": beam,
         "ranked_by": ranking_metric(runs, summary),
         "style_note": style_note(runs, names),
         "differences": differences(runs, names),
@@ -623,7 +703,7 @@ def _render(title: str, runs: list[Results], names: list[str]) -> str:
         _pairs_section(parts["pairs"]),
         _metrics_section(summary, summarize_by_category(results), parts["style_note"]),
         _published_section(results.probes),
-        _beam_section(results.probes),
+        _beam_section(results.probes, parts["beam_scores"]),
         _failures_section(results),
         _probes_section(results.probes, results.memory_order()),
     ]

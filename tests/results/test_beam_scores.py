@@ -428,3 +428,19 @@ def test_a_second_beam_scores_sends_no_request_and_names_its_judge(tmp_path, cap
     # an offline scoring leaves no model judge's bill behind
     assert main(["beam-scores", str(out)]) == 0
     assert not (out / "beam-scores.judge.json").exists() and judge_costs(out) == []
+
+
+def test_a_crafted_scores_file_is_refused_in_one_line(tmp_path):
+    import os
+
+    from memory_lab.results.beam_scores import SCORES_FILE, read_scores
+    from memory_lab.results.read import ResultsError
+
+    assert read_scores(tmp_path) is None  # not scored yet
+    os.mkfifo(tmp_path / SCORES_FILE)  # never waited on
+    with pytest.raises(ResultsError, match="FIFO|not a regular file"):
+        read_scores(tmp_path)
+    (tmp_path / SCORES_FILE).unlink()
+    (tmp_path / SCORES_FILE).write_text("protocol,memory,score\nreference,buffer,lots\n")
+    with pytest.raises(ResultsError, match=r"line 2: score: not a number: 'lots'"):
+        read_scores(tmp_path)

@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -263,3 +264,144 @@ def test_a_locomo_runs_report_shows_published_figures_labelled_as_such(tmp_path)
         assert f"<td>{row['system']}</td>" in published and row["source"] in published
     assert "never comparable digit for digit" in published
     assert not EXTERNAL.search(html)  # sources as text, no link out
+
+
+def _answer(html: str) -> str:
+    """The text of the report's answer box."""
+    return html.split('<section id="headline">')[1].split("</section>")[0]
+
+
+def test_a_long_reply_is_clipped_in_a_closed_details_with_its_whole_text(small_run):  # noqa: F811
+    from memory_lab import read_results
+    from memory_lab.views.report import render_report
+
+    results = read_results(small_run.path)  # a fresh copy: the fixture's frames stay as they are
+    long = "The shed <roof> " + "is cedar, " * 200 + "END-OF-REPLY"
+    results.probes.loc[0, "reply"] = long
+    short = str(results.probes.loc[1, "reply"])
+    assert len(short) < 100
+    html = render_report(results)
+    table = html.split("<table id=probes>")[1].split("</table>")[0]
+    row = next(r for r in table.split("<tr ") if "END-OF-REPLY" in r)
+    whole = escape(long)
+    assert row.count(whole) == 1  # all of it, once, escaped
+    cell = row.split("<details class=clip>")[1].split("</details>")[0]
+    assert "<summary" in cell and whole in cell  # inside the expander, which is closed
+    assert f"show all ({len(long):,} characters)" in cell
+    assert "<details class=clip open" not in html and "<script" not in cell
+    other = next(r for r in table.split("<tr ") if escape(short) in r and "END-OF-REPLY" not in r)
+    assert f"<td>{escape(short)}</td>" in other  # a short reply as it is
+
+
+def test_a_clipped_reply_shows_a_few_lines_until_opened_in_chromium(small_run, tmp_path, browser):  # noqa: F811
+    from memory_lab import read_results
+    from memory_lab.views.report import render_report
+
+    results = read_results(small_run.path)
+    results.probes.loc[0, "reply"] = "Line of a long reply, " * 400 + "END-OF-REPLY"
+    page = tmp_path / REPORT_FILE
+    page.write_text(render_report(results), "utf-8")
+    browser.call("Page.enable")
+    browser.call("Page.navigate", url=page.resolve().as_uri())
+    browser.wait_for("Page.loadEventFired")
+    sizes = browser.evaluate(
+        """(() => {
+          const d = document.querySelector('#probes details.clip');
+          const line = parseFloat(getComputedStyle(d).lineHeight);
+          const closed = d.querySelector('span').getBoundingClientRect().height;
+          d.open = true;
+          const open = d.querySelector('span').getBoundingClientRect().height;
+          return {line, closed, open, text: d.textContent.includes('END-OF-REPLY')};
+        })()"""
+    )
+    assert sizes["text"]
+    assert sizes["closed"] <= 4.5 * sizes["line"]  # four lines
+    assert sizes["open"] > 10 * sizes["closed"]  # the whole reply when opened
+
+
+def _beam_run(tmp_path, memories=("buffer", "window:k=1")):
+    """A run over a small BEAM-shaped copy (no BEAM text), offline."""
+    from ..dialogue.importers.beam_fixture import chats
+
+    root = chats(tmp_path / "BEAM" / "chats")
+    out = tmp_path / "beam-run"
+    source = f"beam:{root}#scale=100K,conversations=1+2"
+    argv = ["run", "--dialogues", source, "--memory", *memories, "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    return out
+
+
+def test_the_answer_names_beams_score_once_beam_scores_graded_the_run(tmp_path, capsys):
+    import csv
+
+    from memory_lab import read_results
+    from memory_lab.results.beam_scores import ability_means, table_rows
+    from memory_lab.views.numbers import percent
+    from memory_lab.views.report import render_report
+
+    out = _beam_run(tmp_path)
+    before = _answer(render_report(read_results(out)))
+    assert "BEAM score" not in before and "Evidence recall" in before  # not scored yet
+    assert main(["beam-scores", str(out)]) == 0
+    capsys.readouterr()
+    html = render_report(read_results(out))
+    answer = _answer(html)
+    lines = re.findall(r"<li>(.*?)</li>", answer)
+    assert lines[0].startswith("Evidence recall")  # still ranked by evidence recall offline
+    beam = lines[1]
+    assert beam.startswith("BEAM score (graded offline: only value nuggets")
+    assert "no judge model" in beam and "judge model openai" not in beam
+    assert "mean over the 4 of 10 abilities with a score" in beam
+    assert "It ranks nothing here: the replies it grades are the offline reader&#x27;s" in beam
+    assert "no judge model graded them" in beam
+    with open(out / "beam_scores.csv", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        r["score"] = float(r["score"]) if r["score"] else None
+        r["graded"], r["items"] = int(r["graded"]), int(r["items"])
+        r["evidence_recall"] = float(r["evidence_recall"]) if r["evidence_recall"] else None
+    by_ability = ability_means([r for r in rows if r["protocol"] == "corrected"])
+    means = {}
+    for memory in ("buffer", "window:k=1"):
+        scores = [v for (m, _, _), v in by_ability.items() if m == memory]
+        means[(memory, "corrected")] = sum(scores) / len(scores)
+        assert f"{memory} {percent(means[(memory, 'corrected')])}" in beam
+        # the same figure as the mean row of the BEAM section's table
+        (mean,) = [t for t in table_rows(rows) if t["memory"] == memory and "mean" in t["ability"]]
+        assert mean["scores"]["corrected"] == pytest.approx(means[(memory, "corrected")])
+    first, second = (beam.index(f"{m} ") for m in ("buffer", "window:k=1"))
+    ordered = means[("buffer", "corrected")] >= means[("window:k=1", "corrected")]
+    assert (first < second) == ordered  # best first
+    (out / "beam_scores.csv").unlink()
+    assert "BEAM score" not in _answer(render_report(read_results(out)))
+
+
+def test_the_answer_names_the_judge_model_that_graded_beams_score(tmp_path, capsys, monkeypatch):
+    from memory_lab import read_results
+    from memory_lab.views.report import render_report
+
+    from ..models.openai_mock import OpenAIMock
+    from ..results.test_beam_scores import beam_copy_files
+
+    out = _beam_run(tmp_path, ("buffer",))
+    copy = beam_copy_files(tmp_path / "BEAM")
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    with OpenAIMock() as mock:
+        mock.reply = lambda body: (
+            "YES" if body["messages"][0]["role"] == "system" else '{"score": 1}'
+        )
+        args = ["beam-scores", str(out), "--judge", "openai:gpt-4.1-mini", "--beam-copy", str(copy)]
+        assert main([*args, "--base-url", mock.base_url, "--beam-protocol", "corrected"]) == 0
+    capsys.readouterr()
+    html = render_report(read_results(out))
+    beam = re.findall(r"<li>(.*?)</li>", _answer(html))[1]
+    assert beam.startswith(
+        "BEAM score (graded by the judge model openai:gpt-4.1-mini with BEAM&#x27;s rubric prompt)"
+    )
+    assert "offline" not in beam.split("It ranks nothing here")[0]  # no offline grading named
+    assert "corrected protocol: buffer " in beam and "reference" not in beam
+    # the offline reader answered: the judge grades a stand-in, so it ranks nothing
+    assert "the replies it grades are the offline reader&#x27;s" in beam
+    assert "no judge model graded them" not in beam
+    section = html.split('<h2 id="beam">')[1].split("<h2")[0]
+    assert "BEAM corrected (openai:gpt-4.1-mini)" in section and "(offline)" not in section
