@@ -64,6 +64,7 @@ class Metric:
     needs: tuple[str, ...] = ()
     interval: tuple[str, str] | None = None
     spread: str | None = None
+    compared: bool = True  # a column of the viewer's comparison (the rank scores are not)
 
     @property
     def noun(self) -> str:
@@ -89,6 +90,20 @@ def _score(name: str, label: str, title: str) -> Metric:
 
 
 METRICS: tuple[Metric, ...] = (
+    Metric("answerable", "answerable", "Answerable probes", "count", "probes with an answer"),
+    _share(
+        "evidence_recall",
+        "evid-recall",
+        "Evidence recall (retrieval)",
+        "answerable probes with evidence",
+        EVIDENCE,
+    ),  # fmt: skip
+    _share(
+        "context_hit_rate",
+        "ans-in-ctx",
+        "Answer in context",
+        "answerable probes whose answer can be matched verbatim",
+    ),  # fmt: skip
     _share(
         "judge_accuracy",
         "J",
@@ -106,19 +121,6 @@ METRICS: tuple[Metric, ...] = (
         ANSWERING_MODEL,
         interval=("accuracy_low", "accuracy_high"),
     ),  # fmt: skip
-    _share(
-        "evidence_recall",
-        "evid-recall",
-        "Evidence recall (retrieval)",
-        "answerable probes with evidence",
-        EVIDENCE,
-    ),  # fmt: skip
-    _share(
-        "context_hit_rate",
-        "ans-in-ctx",
-        "Answer in context",
-        "answerable probes whose answer can be matched verbatim",
-    ),  # fmt: skip
     _share("abstention_accuracy", "abstain", "Abstention", "abstention probes", ANSWERING_MODEL),
     Metric(
         "stale_rate",
@@ -134,7 +136,15 @@ METRICS: tuple[Metric, ...] = (
     _score("bleu1", "BLEU-1", "BLEU-1"),
     _score("exact_match", "EM", "Exact match"),
     *(
-        Metric(name, name, name, "score", "answerable probes with evidence", needs=(EVIDENCE,))
+        Metric(
+            name,
+            name,
+            name,
+            "score",
+            "answerable probes with evidence",
+            needs=(EVIDENCE,),
+            compared=False,
+        )
         for name in RANK_SCORES
     ),
     Metric(
@@ -143,6 +153,15 @@ METRICS: tuple[Metric, ...] = (
         "Prompt tokens per turn",
         "tokens",
         "user turns",
+        higher_is_better=False,
+        compared=False,  # the viewer shows tokens per query
+    ),  # fmt: skip
+    Metric(
+        "tokens_per_query",
+        "tokens/query",
+        "Prompt tokens per query",
+        "tokens",
+        "probes",
         higher_is_better=False,
     ),  # fmt: skip
     Metric(
@@ -162,6 +181,14 @@ METRICS: tuple[Metric, ...] = (
         "its turns and probe reads",
         higher_is_better=False,
     ),  # fmt: skip
+    Metric(
+        "search_seconds_p95",
+        "search p95",
+        "Search time, 95th percentile",
+        "seconds",
+        "probes (the memory's read)",
+        higher_is_better=False,
+    ),  # fmt: skip
 )
 # BEAM's own score (``results/beam_scores.py``): not a summary column but ``beam_scores.csv``,
 # written by ``memory-lab beam-scores`` after a run; the report's answer names it when there.
@@ -176,6 +203,25 @@ BEAM_SCORE = Metric(
 BY_NAME = {m.name: m for m in (*METRICS, BEAM_SCORE)}
 # The figures that may lead the answer, in order: the first meaningful one leads.
 RANKING = ("judge_accuracy", "accuracy", "evidence_recall")
+
+
+def compared() -> list[dict]:
+    """The declarations of the viewer's comparison columns, in order, as JSON for its page."""
+    return [
+        {
+            "name": m.name,
+            "label": m.label,
+            "title": m.title,
+            "unit": m.unit,
+            "over": m.over,
+            "higher_is_better": m.higher_is_better,
+            "needs": list(m.needs),
+            "interval": list(m.interval) if m.interval else None,
+            "spread": m.spread,
+        }
+        for m in METRICS
+        if m.compared
+    ]
 
 
 def metric(name: str) -> Metric:

@@ -40,6 +40,7 @@ from fastapi.responses import HTMLResponse
 from memory_lab.log.run_spec import RUN_FILE
 from memory_lab.results.compare import RunEntry, find_runs, plain
 from memory_lab.results.read import RECORDS_FILE, Results, read_results
+from memory_lab.scoring.metrics import compared
 from memory_lab.serve.guard import RequestError
 from memory_lab.serve.http import HostCheck, add_error_handlers
 from memory_lab.views.headline import ranked_by
@@ -342,6 +343,7 @@ def comparison_json(parts: dict[str, Any], runs: list[Results], names: list[str]
         "style_note": parts["style_note"],
         "differences": [{"setting": s, "values": v} for s, v in parts["differences"]],
         "summary": _records(parts["summary"]),
+        "metrics": compared(),  # the summary's columns, as declared (scoring/metrics.py)
         "pairs": _records(parts["pairs"]),
         "probes": grid,
         "failed": _records(combined.failed_cells()),

@@ -62,6 +62,16 @@ def test_the_api_lists_compares_and_drills_down(viewer, two_runs):
         assert data["headline"][0].startswith("Evidence recall (retrieval; no interval): ")
         assert data["ranked_by"]["name"] == "evidence_recall"
         assert "offline reader" in data["ranked_by"]["why"]
+        # the summary's columns are the metrics' declarations, retrieval first, each in the data
+        from memory_lab.scoring.metrics import compared, metric
+
+        assert data["metrics"] == compared()
+        names = [m["name"] for m in data["metrics"]]
+        assert names.index("evidence_recall") < names.index("accuracy")
+        assert "seconds" in names and "ndcg" not in " ".join(names)  # rank scores left out
+        shown = {"evidence_recall", "accuracy", "seconds", "search_seconds_p95", "tokens_per_query"}
+        assert shown <= set(data["summary"][0]) & set(names)
+        assert data["metrics"][names.index("seconds")]["label"] == metric("seconds").label
         shared = [p for p in data["pairs"] if p["memory_a"].startswith("short/")]
         assert shared and all(p["probes"] == 4 for p in shared if "small/" in p["memory_b"])
         cat = next(p for p in data["probes"] if p["probe"] == "q-cat")
@@ -164,6 +174,9 @@ def test_in_chromium_list_compare_and_drill_down(viewer, two_runs, browser, tmp_
     )
     headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#summary thead th")]
     assert "J" not in headers  # neither run was judged: the empty column is left out
+    tip = browser.find_element(By.CSS_SELECTOR, '#summary th[data-key="seconds"]')
+    assert tip.get_attribute("title").startswith("The memory's own seconds: over its turns")
+    assert "lower is better" in tip.get_attribute("title")
     browser.save_screenshot(str(tmp_path / "compare.png"))
     # sorting by recall updates the table and the permalink
     browser.find_element(By.CSS_SELECTOR, '#summary th[data-key="accuracy"]').click()
@@ -289,7 +302,8 @@ def test_in_chromium_seven_memories_leave_every_column_readable(seven_run, two_r
         assert [t.split(": ")[0] for t in verdicts] == SEVEN, tips
 
         # narrower than the grid: it scrolls sideways in its box, the question pinned on the left
-        browser.set_window_size(900, 800)
+        # (800 px: the grid is wider than its box by more than the columns before the question)
+        browser.set_window_size(800, 800)
         browser.get(url + "/#compare?" + urlencode({"run": keys["seven"]}))
         _wait_view(browser, "compare")
         pinned = browser.execute_script(PINNED)
