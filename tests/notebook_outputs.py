@@ -3,7 +3,8 @@
 The notebooks are committed with their outputs, so a code host shows them as a user sees them.
 ``tests/test_notebooks.py`` re-executes each one and compares what it shows with what is
 committed; ``make notebooks`` (``python -m tests.notebook_outputs``) re-executes them in place
-after a change.
+after a change. Both run with the offline embeddings pinned (``tests/notebook_kernel.py``), so
+what a notebook shows does not depend on the CPU's last bits: ``make notebooks`` records them.
 
 What varies from one execution to the next is masked before comparing: temporary paths,
 figures' bytes (a chart is compared by kind and size, not pixel by pixel: fonts differ between
@@ -41,19 +42,36 @@ _TMP_PATH = re.compile(r"(/[\w.-]+)*/memory-lab-[\w]+(/[\w.-]+)*")
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 
 
+VECTORS = Path(__file__).resolve().parent / "fixtures" / "golden" / "notebook_vectors.npz"
+
+
 @contextmanager
-def kernel(root: Path) -> Iterator[str]:
-    """A kernelspec running this very interpreter, found first through JUPYTER_PATH."""
+def kernel(root: Path, mode: str = "pin") -> Iterator[str]:
+    """A kernelspec running this very interpreter, found first through JUPYTER_PATH, its offline
+    embeddings pinned to ``VECTORS`` (``tests/notebook_kernel.py``; ``mode`` ``record``
+    computes and keeps them)."""
+    from tests.notebook_kernel import FILE, MODE
+
     spec = root / "kernels" / KERNEL
     spec.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    argv = [sys.executable, "-m", "tests.notebook_kernel", "-f", "{connection_file}"]
     (spec / "kernel.json").write_text(
         json.dumps({"argv": argv, "display_name": "memory-lab", "language": "python"})
     )
-    saved = {k: os.environ.get(k) for k in ("JUPYTER_PATH", "TMPDIR", "MPLBACKEND")}
-    os.environ["JUPYTER_PATH"] = str(root)
-    os.environ["TMPDIR"] = str(root)  # the notebooks' results folders land here
-    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    settings = {
+        "JUPYTER_PATH": str(root),
+        "TMPDIR": str(root),  # the notebooks' results folders land here
+        # an empty call cache: every vector comes from the pinned engines, none from a cache
+        "MEMORY_LAB_CACHE": str(root / "cache"),
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(NOTEBOOK_DIR.parent), os.environ.get("PYTHONPATH")) if p
+        ),
+        MODE: mode,
+        FILE: str(VECTORS),
+    }
+    saved = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)
     try:
         yield KERNEL
     finally:
@@ -64,11 +82,17 @@ def kernel(root: Path) -> Iterator[str]:
                 os.environ[key] = value
 
 
-def execute(path: Path, kernel_name: str) -> nbformat.NotebookNode:
-    """The notebook at ``path`` executed top to bottom (raises naming the cell on any error)."""
+SAVE = "import tests.notebook_kernel\ntests.notebook_kernel.save()"
+
+
+def execute(path: Path, kernel_name: str, record: bool = False) -> nbformat.NotebookNode:
+    """The notebook at ``path`` executed top to bottom (raises naming the cell on any error);
+    ``record``: the kernel's vectors are saved at the end (a cell run, then taken out)."""
     nb = nbformat.read(path, as_version=4)
     kernelspec = copy.deepcopy(nb.metadata.get("kernelspec"))
     language_info = copy.deepcopy(nb.metadata.get("language_info"))
+    if record:
+        nb.cells.append(nbformat.v4.new_code_cell(SAVE))
     client = NotebookClient(
         nb,
         timeout=600,
@@ -77,6 +101,8 @@ def execute(path: Path, kernel_name: str) -> nbformat.NotebookNode:
         resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
     )
     client.execute()
+    if record:
+        nb.cells.pop()
     # committed as a user's front end would open it, not naming the test kernel
     if kernelspec is not None:
         nb.metadata["kernelspec"] = kernelspec
@@ -175,9 +201,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted(NOTEBOOK_DIR.glob("*.ipynb"))
     drifted = 0
-    with tempfile.TemporaryDirectory(prefix="notebooks-") as root, kernel(Path(root)) as name:
+    mode = "pin" if args.check else "record"
+    if not args.check and not args.notebooks:
+        VECTORS.unlink(missing_ok=True)  # recorded afresh, every notebook's texts
+    with (
+        tempfile.TemporaryDirectory(prefix="notebooks-") as root,
+        kernel(Path(root), mode) as name,
+    ):
         for path in paths:
-            fresh = execute(path, name)
+            fresh = execute(path, name, record=not args.check)
             lines = drift(nbformat.read(path, as_version=4), fresh)
             drifted += bool(lines)
             for line in lines:

@@ -41,7 +41,7 @@ def vector_key(model: str, kind: str, text: str) -> str:
 def pinned_texts(path: Path) -> list[tuple[str, str, str, np.ndarray]]:
     """Every row of ``path`` as (model, kind, text, float32 vector)."""
     with np.load(path) as data:
-        vectors = data["codes"].astype(np.float32) * data["scales"][:, None]
+        vectors = dequantise(data["codes"], data["scales"])
         rows = zip(data["groups"].tolist(), data["texts"].tolist(), vectors, strict=True)
         return [(*group.split("|"), text, v) for group, text, v in rows]
 
@@ -50,18 +50,28 @@ def load_pinned(path: Path) -> dict[str, np.ndarray]:
     return {vector_key(m, k, text): v for m, k, text, v in pinned_texts(path)}
 
 
+def quantise(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row as int8 ``codes`` and a float32 scale: the row is ``codes * scale``."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    scales = np.abs(vectors).max(axis=1) / 127.0
+    return np.rint(vectors / scales[:, None]).astype(np.int8), scales.astype(np.float32)
+
+
+def dequantise(codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """The float32 rows ``quantise`` stored: what a pinned replay is given."""
+    return codes.astype(np.float32) * scales[:, None]
+
+
 def save_pinned(path: Path, rows: dict[str, tuple[str, str, str, np.ndarray]]) -> None:
     """Write (model, kind, text, vector) rows, sorted by key, int8-quantised per vector."""
     ordered = [rows[k] for k in sorted(rows)]
-    vectors = np.stack([v for *_, v in ordered]).astype(np.float32)
-    scales = np.abs(vectors).max(axis=1) / 127.0
-    codes = np.rint(vectors / scales[:, None]).astype(np.int8)
+    codes, scales = quantise(np.stack([v for *_, v in ordered]))
     np.savez_compressed(
         path,
         groups=np.array([f"{m}|{'' if m == 'minilm' else k}" for m, k, _, _ in ordered]),
         texts=np.array([t for _, _, t, _ in ordered]),
         codes=codes,
-        scales=scales.astype(np.float32),
+        scales=scales,
     )
 
 
