@@ -1,5 +1,6 @@
 # The two quick-start commands: `make bench` (creates or reuses .venv: all the bench needs) and
-# `make test` (.venv and .venv-hindsight, the hindsight memory's own environment).
+# `make test` (.venv, .venv-hindsight and .venv-cognee, the hindsight and cognee memories' own
+# environments).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -10,6 +11,10 @@ HINDSIGHT := hindsight-api-slim[embedded-db]
 # dateparser 1.5 returns three values per date found where Hindsight 1.1.0 unpacks two: every
 # query naming a date would lose Hindsight's temporal retrieval (logged, not raised)
 HINDSIGHT_PINS := 'dateparser<1.5'
+# The cognee memory's own environment: Cognee pins pandas<3, onnxruntime 1.23 and its filelock
+CG_VENV := .venv-cognee
+CG_STAMP := $(CG_VENV)/.installed
+COGNEE := cognee
 PYTHON ?= python3
 
 export HF_HUB_OFFLINE := 1
@@ -17,7 +22,7 @@ export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup bench test test-slow lint docs notebooks lock clean
+.PHONY: setup setup-cognee bench test test-slow lint docs notebooks lock clean
 
 # Every install is pinned by constraints.txt, Hindsight's environment by constraints-hindsight.txt
 # (`make lock` rewrites both). torch is installed first, on its own: any other route pulls a
@@ -35,7 +40,16 @@ $(HS_STAMP): constraints-hindsight.txt
 	$(HS_VENV)/bin/python -m pip install -q -c constraints-hindsight.txt '$(HINDSIGHT)'
 	touch $(HS_STAMP)
 
-setup: $(STAMP) $(HS_STAMP)
+$(CG_STAMP): constraints-cognee.txt
+	$(PYTHON) -m venv $(CG_VENV)
+	$(CG_VENV)/bin/python -m pip install -q -c constraints-cognee.txt --upgrade pip
+	$(CG_VENV)/bin/python -m pip install -q -c constraints-cognee.txt '$(COGNEE)'
+	touch $(CG_STAMP)
+
+# Cognee's environment alone (about 1.6 GB, a minute and a half from the package index)
+setup-cognee: $(CG_STAMP)
+
+setup: $(STAMP) $(HS_STAMP) $(CG_STAMP)
 
 # The bench runs the five classic memories: Hindsight's environment (1.5 GB) is not needed
 bench: $(STAMP)
@@ -79,6 +93,13 @@ lock:
 	  echo "# Rewritten by: make lock"; \
 	  $(LOCK_VENV)/bin/python -m pip freeze --all; } > constraints-hindsight.txt
 	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install -q --upgrade pip
+	$(LOCK_VENV)/bin/python -m pip install -q '$(COGNEE)'
+	{ echo "# Every package of Cognee's own environment (.venv-cognee, the cognee memory's), pinned."; \
+	  echo "# Rewritten by: make lock"; \
+	  $(LOCK_VENV)/bin/python -m pip freeze --all; } > constraints-cognee.txt
+	rm -rf $(LOCK_VENV)
 
 clean:
-	rm -rf $(VENV) $(HS_VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) $(HS_VENV) $(CG_VENV) build *.egg-info .pytest_cache

@@ -22,6 +22,9 @@ What each library would send, and the setting that stops it (audited in the pinn
   (``HF_HUB_OFFLINE``): ``HF_HUB_DISABLE_TELEMETRY``.
 - Hindsight 1.1.0: OpenTelemetry traces only when ``HINDSIGHT_API_OTEL_TRACES_ENABLED`` is set
   (off by default; set off here); its environment's sentry_sdk is never initialised.
+- Cognee 1.6 (the cognee memory's environment): an event per operation (add, cognify, search),
+  with a persistent machine id kept under ``~/.cognee``, sent to Cognee's collector:
+  ``TELEMETRY_DISABLED``.
 - ``DO_NOT_TRACK=1``, the cross-tool convention, for any library that honours it.
 
 Not telemetry, and left to the user: LangSmith tracing (LangChain) sends traces only when the
@@ -45,6 +48,7 @@ OFF: dict[str, str] = {
     "RAY_USAGE_STATS_ENABLED": "0",
     "HF_HUB_DISABLE_TELEMETRY": "1",
     "HINDSIGHT_API_OTEL_TRACES_ENABLED": "false",
+    "TELEMETRY_DISABLED": "1",
     "DO_NOT_TRACK": "1",
 }
 

@@ -107,7 +107,7 @@ def test_an_offline_run_of_every_memory_sends_nothing_and_writes_nothing_under_h
     from memory_lab import memory_factories
 
     names = sorted(memory_factories())
-    assert {"vector", "mem0", "graphiti", "hindsight"} <= set(names)
+    assert {"vector", "mem0", "graphiti", "hindsight", "cognee"} <= set(names)
     argv = [
         str(Path(sys.executable).with_name("memory-lab")), "run", "--memory", *names, "--jobs", "2",
         "--dialogues", str(FIXTURES / "dialogues" / "mini.yaml"), "--out", str(tmp_path / "run"),

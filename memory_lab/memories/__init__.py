@@ -53,6 +53,7 @@ BUILTIN_MODULES = tuple(
         "mem0",
         "graphiti",
         "hindsight",
+        "cognee",
     )
 )
 register_builtin_modules(BUILTIN_MODULES)

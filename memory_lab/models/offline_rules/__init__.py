@@ -4,7 +4,8 @@ A memory calls its model as it would any provider's; the offline memory model lo
 is asked (the tools bound, the prompt) and, when it recognises a memory system's request,
 answers with that system's script: MemGPT's tools (``memgpt``), LangMem's manager through
 trustcall (``langmem``), mem0's extraction prompt (``mem0``), Graphiti's structured calls by
-their response schema (``graphiti``), Hindsight's likewise (``hindsight``). ``RuleScript``
+their response schema (``graphiti``), Hindsight's and Cognee's likewise (``hindsight``,
+``cognee``). ``RuleScript``
 (``base``) is their shared shape;
 ``facts`` what they count as a fact about the user.
 """
@@ -18,6 +19,7 @@ from memory_lab.models.offline_rules.base import (
     RuleSettings,
     numbered,
 )
+from memory_lab.models.offline_rules.cognee import CogneeScript
 from memory_lab.models.offline_rules.graphiti import GraphitiScript
 from memory_lab.models.offline_rules.hindsight import HindsightScript
 from memory_lab.models.offline_rules.langmem import LangMemScript
@@ -40,6 +42,7 @@ SCRIPTS: tuple[RuleScript, ...] = (
     Mem0Script(),
     GraphitiScript(),
     HindsightScript(),
+    CogneeScript(),
 )
 
 
