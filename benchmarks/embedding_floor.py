@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memory_lab.dialogue.sources import load_dialogues  # noqa: E402
 from memory_lab.models.embeddings import _encode, resolve_embedding_model  # noqa: E402
-from memory_lab.models.offline_reader import split_sentences  # noqa: E402
 from memory_lab.models.prompt import INPUT_KEY, OUTPUT_KEY  # noqa: E402
+from memory_lab.models.reader_index import split_sentences  # noqa: E402
 from memory_lab.run.exchanges import exchanges  # noqa: E402
 
 

@@ -33,7 +33,12 @@ each against the question with general, corpus-independent machinery:
 
 It replies with the best sentence(s), or abstains below a threshold. It never sees expected
 answers. Per-sentence features are cached by text and a memory's index (term matrix, IDF,
-embeddings) by the memory text, so many probes over one long context cost little each.
+embeddings) by the memory text, so many probes over one long context cost little each. A memory
+text that continues a cached one (a buffer that grew at its end, or whose oldest lines the
+context limit cut) is indexed from its new lines only (``_extend_index``): the sentences kept
+are carried over, columns are numbered as a from-scratch build numbers them and IDF is computed
+from exact document counts by the same code, so every array, and every reply, is the one a
+from-scratch build gives; only the vectorised scoring still reads the whole context.
 """
 
 from __future__ import annotations
@@ -42,13 +47,10 @@ import hashlib
 import math
 import re
 from collections import OrderedDict
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 from pydantic import ConfigDict, Field, PrivateAttr
-from scipy import sparse
 
 from memory_lab.models.embeddings import (
     EMBEDDING_MODEL_NAME,
@@ -57,17 +59,22 @@ from memory_lab.models.embeddings import (
 )
 from memory_lab.models.offline_base import OfflineChatModel
 from memory_lab.models.prompt import split_prompt
+from memory_lab.models.reader_index import (
+    _build_index,
+    _embedded,
+    _extend_index,
+    _Index,
+    _overlap,
+    question_names,
+)
 from memory_lab.text.analysis import (
     KO_CONTENT_TAGS,
     NUMBER,
     TIME,
     Features,
-    en_stopwords,
     features,
     is_hangul_text,
-    stem,
 )
-from memory_lab.text.normalize import sentences
 
 ABSTAIN_REPLY = "I don't know."
 # A message that asks nothing (no question mark, no question or request word first) is a
@@ -88,153 +95,6 @@ def asks(message: str) -> bool:
     if "?" in text or "？" in text or _ASKS.match(text):
         return True
     return is_hangul_text(text) and not text.endswith((".", "다", "요"))
-
-
-_SPEAKER = re.compile(r"^\s*(human|ai|user|assistant|input|response|system)\s*:\s*", re.I)
-_ASSISTANT = frozenset({"ai", "assistant", "response"})
-# A transcript line may name its speaker ("Caroline: ..."): every sentence of it is by them.
-_STAMP = re.compile(r"^\[([^\[\]\n]{1,80})\]\s*")
-_NAMED_SPEAKER = re.compile(r"^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+(?=\S)")
-
-
-@lru_cache(maxsize=4096)
-def question_names(question: str) -> frozenset[str]:
-    """Terms of the capitalised words of an English question after its first word ("Marco")."""
-    if is_hangul_text(question):
-        return frozenset()
-    stop = en_stopwords()
-    words = re.findall(r"(?<!^)\b[A-Z][A-Za-z0-9]*", question.strip())
-    return frozenset(stem(w.casefold()) for w in words if w.casefold() not in stop)
-
-
-def split_sentences(memory: str) -> list[str]:
-    """Split a memory text into candidate sentences, without Human/AI speaker prefixes."""
-    return [sent.text for line in memory.splitlines() for sent in _parsed_line(line)[1]]
-
-
-def _unstamped(line: str) -> tuple[str, str | None]:
-    """A memory line without its speaker prefix and leading date stamp, and the stamp."""
-    line = _SPEAKER.sub("", line).strip()
-    stamp = _STAMP.match(line)
-    return (line[stamp.end() :], stamp.group(1)) if stamp else (line, None)
-
-
-@dataclass(frozen=True)
-class _Sentence:
-    """One candidate sentence with what the index needs of it (cached by text and speaker)."""
-
-    text: str
-    words: tuple[tuple[str, str], ...]  # (term, surface word), as in ``Features.words``
-    terms: tuple[str, ...]  # its terms and its speaker's, in the order the index meets them
-    kinds: int
-    question: bool
-
-
-@lru_cache(maxsize=65536)
-def _sentence(text: str, speaker: str) -> _Sentence:
-    feats = features(text)
-    terms = set(feats.terms)
-    if speaker:
-        terms.update(features(speaker).terms)
-    return _Sentence(
-        text, feats.words, tuple(terms), feats.kinds, text.rstrip().endswith(("?", "？"))
-    )
-
-
-@lru_cache(maxsize=65536)
-def _parsed_line(line: str) -> tuple[str | None, tuple[_Sentence, ...], bool]:
-    """A memory line's date stamp, its candidate sentences without the speaker prefix, and
-    whether the assistant said it (an ``AI:``/``assistant:``/``response:`` line).
-
-    A leading date stamp is not part of a sentence: it would add the same date terms to every
-    sentence of a session (``answer`` reports it when the question asks when). A speaker named
-    at the start of the line ("Caroline: ...") lends its terms to every sentence of it. Cached:
-    a growing buffer shows the same lines probe after probe, so each is analysed once.
-    """
-    text, stamp = _unstamped(line)
-    named = _NAMED_SPEAKER.match(text)
-    speaker = named.group(1) if named else ""
-    role = _SPEAKER.match(line)
-    return (
-        stamp,
-        tuple(_sentence(part, speaker) for part in sentences(text) if features(part).terms),
-        bool(role) and role.group(1).lower() in _ASSISTANT,
-    )
-
-
-@dataclass
-class _Index:
-    """Everything about one memory text that does not depend on the question."""
-
-    sentences: list[str]  # in memory order; a repeated sentence appears each time
-    lines: np.ndarray  # the line (turn) each sentence belongs to
-    vocab: dict[str, int]
-    matrix: sparse.csr_matrix  # sentences x terms, 0/1
-    idf: np.ndarray
-    mass: np.ndarray  # sum of squared IDF of each sentence's terms
-    mean_idf2: float  # mean squared IDF over the vocabulary: the unit of novelty
-    kinds: np.ndarray
-    questions: np.ndarray  # sentences that are themselves questions
-    words: dict[int, str]  # column -> a surface English word, for soft matching
-    stamps: dict[int, str]  # line number -> its date stamp
-    assistant: np.ndarray  # sentences said by the assistant (an "AI:"/"response:" line)
-    dense: np.ndarray | None = None
-    passages: np.ndarray | None = None
-    word_cols: np.ndarray | None = None
-    word_vectors: np.ndarray | None = None
-    columns: sparse.csc_matrix | None = None  # ``matrix`` by column, for soft matching
-
-
-def _build_index(memory: str) -> _Index:
-    """The index of a memory text: one pass over its (cached) lines, IDF computed once."""
-    found: list[_Sentence] = []
-    line_of: list[int] = []
-    stamps: dict[int, str] = {}
-    by_assistant: list[bool] = []
-    for number, line in enumerate(memory.splitlines()):
-        stamp, parts, assistant_said = _parsed_line(line)
-        if stamp:
-            stamps[number] = stamp
-        found.extend(parts)
-        line_of.extend([number] * len(parts))
-        by_assistant.extend([assistant_said] * len(parts))
-    lines = np.array(line_of, dtype=np.int64)
-    vocab: dict[str, int] = {}
-    cols: list[int] = []
-    counts = np.zeros(len(found), dtype=np.int64)
-    words: dict[int, str] = {}
-    for i, sent in enumerate(found):
-        for term, word in sent.words:
-            words.setdefault(vocab.setdefault(term, len(vocab)), word)
-        cols.extend([vocab.setdefault(term, len(vocab)) for term in sent.terms])
-        counts[i] = len(sent.terms)
-    kinds = np.array([s.kinds for s in found], dtype=np.int8)
-    rows = np.repeat(np.arange(len(found)), counts)
-    data = np.ones(len(cols), dtype=np.float64)
-    matrix = sparse.csr_matrix((data, (rows, cols)), shape=(len(found), len(vocab)))
-    n = len(found)
-    df = np.asarray(matrix.sum(axis=0)).ravel()
-    idf = np.log((n + 1) / (df + 0.5))
-    idf2 = idf**2
-    mass = matrix @ idf2
-    questions = np.array([s.question for s in found], dtype=bool)
-    texts = [s.text for s in found]
-    assistant = np.array(by_assistant, dtype=bool)
-    mean_idf2 = float(np.mean(idf2)) if len(idf2) else 0.0
-    return _Index(
-        texts,
-        lines,
-        vocab,
-        matrix,
-        idf,
-        mass,
-        mean_idf2,
-        kinds,
-        questions,
-        words,
-        stamps,
-        assistant,
-    )
 
 
 READER_RETRIEVAL_MODEL = "multilingual-e5-small"
@@ -329,13 +189,25 @@ class OfflineReader(OfflineChatModel):
         key = hashlib.blake2b(memory.encode("utf-8"), digest_size=16).digest()
         index = self._indexes.get(key)
         if index is None:
-            index = _build_index(memory)
+            index = self._extended(memory) or _build_index(memory)
             self._indexes[key] = index
             while len(self._indexes) > 8:
                 self._indexes.popitem(last=False)
         else:
             self._indexes.move_to_end(key)
         return index
+
+    def _extended(self, memory: str) -> _Index | None:
+        """``memory`` indexed from a cached index whose text it continues (a buffer that grew,
+        or lost its oldest lines to the context limit), most recently used first; None when
+        none fits (a different memory's text, a summary rewritten): then it is built anew."""
+        for old in reversed(list(self._indexes.values())):
+            cut = _overlap(old, memory)
+            if cut is not None:
+                index = _extend_index(old, memory, cut)
+                if index is not None:
+                    return index
+        return None
 
     def scores(self, memory: str, question: str) -> tuple[_Index, np.ndarray, np.ndarray]:
         """The index of ``memory``, every sentence's ranking score and its evidence score."""
@@ -370,13 +242,21 @@ class OfflineReader(OfflineChatModel):
             evidence = lexical
         else:
             if index.dense is None:
-                index.dense = self.embeddings.matrix(index.sentences)
+                index.dense, index.dense_at = _embedded(
+                    index.dense_carry, index.sentences, self.embeddings.matrix
+                )
+                index.dense_carry = None
             dense = np.clip(index.dense @ self.embeddings.matrix([question])[0], 0.0, None)
             evidence = self.lexical_weight * lexical + (1 - self.lexical_weight) * dense
         ranking = evidence
         if self.retrieval is not None:
             if index.passages is None:
-                index.passages = self.retrieval.matrix(index.sentences, kind="passage")
+                index.passages, index.passages_at = _embedded(
+                    index.passages_carry,
+                    index.sentences,
+                    lambda texts: self.retrieval.matrix(texts, kind="passage"),
+                )
+                index.passages_carry = None
             sims = index.passages @ self.retrieval.matrix([question])[0]
             w = self.retrieval_hangul_weight if hangul else self.retrieval_weight
             ranking = evidence + w * sims
@@ -414,13 +294,7 @@ class OfflineReader(OfflineChatModel):
         ``soft_match``.
         """
         if index.word_vectors is None:
-            cols = np.array(sorted(index.words), dtype=np.int64)
-            index.word_cols = cols
-            index.word_vectors = (
-                self.embeddings.matrix([index.words[c] for c in cols])
-                if len(cols)
-                else np.zeros((0, 1), dtype=np.float32)
-            )
+            self._embed_words(index)
         out = np.zeros(len(index.sentences))
         if not len(index.word_cols):
             return out
@@ -436,6 +310,31 @@ class OfflineReader(OfflineChatModel):
             best = np.asarray(sub.max(axis=1).todense()).ravel()
             out += weight * best
         return out
+
+    def _embed_words(self, index: _Index) -> None:
+        """MiniLM vectors of the index's surface words (``word_cols``: columns in order);
+        those the index it extends had embedded for the same word are carried over."""
+        cols = np.flatnonzero(np.not_equal(index.word_of, None)).astype(np.int64)
+        index.word_cols = cols
+        carry, index.word_carry = index.word_carry, None
+        if not len(cols):
+            index.word_vectors = np.zeros((0, 1), dtype=np.float32)
+            return
+        words = index.word_of[cols]
+        same = np.zeros(len(cols), dtype=bool)
+        if carry is not None:
+            order, old_word_of, old_cols, old_vectors = carry
+            old_ids = order[cols]
+            known = old_ids < len(old_word_of)
+            same[known] = old_word_of[old_ids[known]] == words[known]
+        if not same.any():
+            index.word_vectors = self.embeddings.matrix(words.tolist())
+            return
+        vectors = np.empty((len(cols), old_vectors.shape[1]), dtype=old_vectors.dtype)
+        vectors[same] = old_vectors[np.searchsorted(old_cols, old_ids[same])]
+        if not same.all():
+            vectors[~same] = self.embeddings.matrix(words[~same].tolist())
+        index.word_vectors = vectors
 
     def _off_topic(self, index: _Index, question: str, top: int) -> bool:
         """The question's names are unknown, or the best passage matches nothing else of it.

@@ -8,8 +8,8 @@ to a question, abstention when nothing relevant is there, determinism and record
 import pytest
 
 from memory_lab.models import ABSTAIN_REPLY, OfflineReader
-from memory_lab.models.offline_reader import split_sentences
 from memory_lab.models.prompt import render_prompt, split_prompt
+from memory_lab.models.reader_index import split_sentences
 from memory_lab.scoring.probes import is_abstention
 from memory_lab.text.analysis import features, stem
 
