@@ -38,11 +38,12 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from memory_lab.errors import ConfigError
-from memory_lab.memories.cognee_channel import CogneeError, Worker, check_private
+from memory_lab.errors import ConfigError, EnvironmentProblem
+from memory_lab.memories import worker_channel
 from memory_lab.memories.hindsight import answer_calls
 from memory_lab.memories.protocol import Exchange, Item, MemoryResources, Query, Recall, SessionInfo
 from memory_lab.memories.registry import ParamDoc, register_memory
+from memory_lab.memories.worker_channel import Worker, WorkerSystem
 
 FOLDER = "cognee"
 PYTHON_RESOURCE = "cognee_python"
@@ -59,6 +60,27 @@ _BLOCKS = re.compile(r"\n\s*\n|\n---\n|\n(?=#{2,3} )")
 _STRUCTURE = {"DocumentChunk", "TextDocument", "TextSummary", "NodeSet", "EntityType", "EdgeType"}
 
 __all__ = ["CogneeError", "CogneeMemory"]
+
+
+class CogneeError(EnvironmentProblem):
+    """The worker failed (its traceback, and where its log is), or could not be made private."""
+
+
+COGNEE = WorkerSystem(
+    name="Cognee",
+    memory="cognee",
+    error=CogneeError,
+    script=Path(__file__).with_name("cognee_worker.py"),
+    isolated=worker_channel.isolated,
+    private_because="its worker runs in a user and a network namespace of its own, whose "
+    "loopback is left down: nothing Cognee or a library under it tries leaves the machine",
+    failure_chars=3000,
+)
+
+
+def check_private(python: Path) -> None:
+    """The worker can run in namespaces of its own here (else CogneeError saying why)."""
+    worker_channel.check_private(COGNEE, python)
 
 
 def default_python() -> Path:
@@ -211,7 +233,7 @@ def cognee(
         res.on_close(lambda: shutil.rmtree(folder, ignore_errors=True))
     else:  # the worker's scratch goes; the stores stay
         res.on_close(lambda: [shutil.rmtree(folder / p, ignore_errors=True) for p in ("tmp",)])
-    worker = Worker(python, folder, answer_calls(res))
+    worker = Worker(COGNEE, python, folder, answer_calls(res))
     res.on_close(worker.close)
     dimension = len(res.embeddings.embed_query("dimension"))
     worker.request("start", folder=str(folder), dimension=dimension, cognify={})

@@ -36,18 +36,16 @@ which model answers.
 
 from __future__ import annotations
 
-import json
 import os
 import pwd
 import shutil
 import subprocess
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any, Literal
 
 from memory_lab.errors import ConfigError, EnvironmentProblem
-from memory_lab.memories.hindsight_db import NETWORK_CHECK
+from memory_lab.memories import worker_channel
 from memory_lab.memories.protocol import (
     Exchange,
     Item,
@@ -58,8 +56,8 @@ from memory_lab.memories.protocol import (
     session_datetime,
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
+from memory_lab.memories.worker_channel import Worker, WorkerSystem
 from memory_lab.models.providers import json_mode
-from memory_lab.telemetry import OFF as TELEMETRY_OFF
 
 WORKER = Path(__file__).with_name("hindsight_worker.py")
 FOLDER = "hindsight"
@@ -139,140 +137,32 @@ def preflight_hindsight(params: dict[str, Any], resource: Any) -> None:
 
 
 def isolated() -> list[str]:
-    """The command the worker runs under: a user and a network namespace of its own (``unshare``
-    from util-linux 2.38 or later), so its PostgreSQL's port is on a loopback no other process
+    """The command the worker runs under: a user and a network namespace of its own
+    (``worker_channel.isolated``), so its PostgreSQL's port is on a loopback no other process
     shares. As root the worker is ``nobody`` in it (PostgreSQL refuses root; the files it
     writes are root's), else itself; it keeps the namespace's capabilities to bring up its
     loopback, and drops them before it starts PostgreSQL."""
     if os.geteuid() == 0:
         user = pwd.getpwnam(SERVER_USER)
-        uid, gid = user.pw_uid, user.pw_gid
-    else:
-        uid, gid = os.getuid(), os.getgid()
-    return [
-        "unshare", "--user", f"--map-user={uid}", f"--map-group={gid}", "--net", "--keep-caps",
-        "--",
-    ]  # fmt: skip
+        return worker_channel.isolated(uid=user.pw_uid, gid=user.pw_gid, keep_caps=True)
+    return worker_channel.isolated(keep_caps=True)
+
+
+HINDSIGHT = WorkerSystem(
+    name="Hindsight",
+    memory="hindsight",
+    error=HindsightError,
+    script=WORKER,
+    isolated=isolated,
+    private_because="its worker and PostgreSQL run in a user and a network namespace of their "
+    "own, which keep its PostgreSQL from other local users",
+    env={"HF_HUB_OFFLINE": "1"},
+)
 
 
 def check_private(python: Path) -> None:
     """The worker can run in namespaces of its own here (else HindsightError saying why)."""
-    if shutil.which("unshare") is None:
-        raise HindsightError(
-            "memory 'hindsight': its worker and PostgreSQL run in a user and a network "
-            "namespace of their own, through unshare (util-linux), which is not installed"
-        )
-    check = subprocess.run(
-        [*isolated(), str(python), "-P", "-s", "-B", str(WORKER), NETWORK_CHECK],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    if check.stdout.strip() != "private":
-        said = (check.stderr.strip() or check.stdout.strip())[-400:]
-        raise HindsightError(
-            "memory 'hindsight': its worker could not start in a user and a network namespace "
-            "of its own, which keep its PostgreSQL from other local users (unshare from "
-            "util-linux 2.38 or later; as another user than root, unprivileged user "
-            "namespaces: sysctl kernel.unprivileged_userns_clone=1, and on Ubuntu "
-            f"kernel.apparmor_restrict_unprivileged_userns=0): {said}"
-        )
-
-
-# ------------------------------------------------------------------------ the worker
-
-
-class Worker:
-    """Hindsight's worker process and its JSON-lines protocol (``hindsight_worker.py``):
-    one request at a time; the worker's calls of the run's models are answered while it works."""
-
-    def __init__(self, python: Path, folder: Path, answer: Any):
-        self.answer = answer  # (call kind, payload) -> result
-        self.folder = folder
-        self.log = folder / "worker.log"
-        home, tmp = folder / "home", folder / "tmp"
-        for path in (home, tmp):
-            path.mkdir(parents=True, exist_ok=True)
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(home),
-            "TMPDIR": str(tmp),
-            "LANG": "C.UTF-8",
-            "HF_HUB_OFFLINE": "1",
-            # Hindsight orders equally ranked results by way of sets: a fixed string hash
-            # makes that order, and so its prompts, the same from run to run
-            "PYTHONHASHSEED": "0",
-            **TELEMETRY_OFF,  # its environment is its own: the opt-outs are passed on by name
-        }
-        with open(self.log, "w", encoding="utf-8") as log:
-            self.proc = subprocess.Popen(
-                # in namespaces of its own (``isolated``); -P: the worker's folder (memory-lab's
-                # memories, a profile.py among them) must not shadow modules on its path
-                # (Hindsight needs Python 3.11, which has -P); -s: no user site; -u: the
-                # protocol unbuffered; -B: no .pyc
-                [*isolated(), str(python), "-P", "-s", "-u", "-B", str(WORKER)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                text=True,
-                encoding="utf-8",
-                env=env,
-                cwd=str(folder),
-            )
-        self.lock = threading.Lock()
-
-    def request(self, op: str, **payload: Any) -> Any:
-        """Send ``op``; answer the worker's calls until it is done; its result."""
-        with self.lock:
-            if self.proc.poll() is not None:
-                raise HindsightError(f"Hindsight's worker has exited; its log: {self.log}")
-            self._send({"op": op, **payload})
-            while True:
-                message = self._receive(op)
-                if "done" in message:
-                    return message["done"]
-                if "failed" in message:
-                    raise HindsightError(
-                        f"Hindsight failed in {op!r}: {message['failed'].rstrip()}\n"
-                        f"(the worker's log: {self.log})"
-                    )
-                try:
-                    reply: dict[str, Any] = {"result": self.answer(message)}
-                except Exception as exc:  # noqa: BLE001 - sent on; raised in the worker
-                    self._send({"error": f"{type(exc).__name__}: {exc}"})
-                    raise
-                self._send(reply)
-
-    def _send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message, ensure_ascii=False) + "\n")
-        self.proc.stdin.flush()
-
-    def _receive(self, op: str) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            self.proc.wait(timeout=30)
-            tail = self.log.read_text(encoding="utf-8", errors="replace")[-2000:]
-            raise HindsightError(
-                f"Hindsight's worker exited during {op!r} (code {self.proc.returncode}); "
-                f"the end of its log ({self.log}):\n{tail}"
-            )
-        return json.loads(line)
-
-    def close(self) -> None:
-        """Ask the worker to stop (it stops its PostgreSQL), then make sure it has."""
-        if self.proc.poll() is None:
-            try:
-                self.request("close")
-            except HindsightError:
-                pass
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            if stream is not None:
-                stream.close()
+    worker_channel.check_private(HINDSIGHT, python)
 
 
 def answer_calls(res: MemoryResources) -> Any:
@@ -474,7 +364,7 @@ def hindsight(
         res.on_close(lambda: shutil.rmtree(folder, ignore_errors=True))
     else:  # the worker's scratch goes; the database stays
         res.on_close(lambda: [shutil.rmtree(folder / p, ignore_errors=True) for p in ("tmp",)])
-    worker = Worker(python, folder, answer_calls(res))
+    worker = Worker(HINDSIGHT, python, folder, answer_calls(res))
     res.on_close(worker.close)
     dimension = len(res.embeddings.embed_query("dimension"))
     # the bank is alone in its database: one name for every cell, so a rerun (whose cell ids

@@ -1,0 +1,176 @@
+"""A memory system that runs in an environment of its own: its worker process, kept private in
+a user and a network namespace, and the JSON-lines protocol between it and the run.
+
+``hindsight`` and ``cognee`` run their systems' real packages with the Python of a separate
+virtual environment (their pins are not the project's). The worker (``hindsight_worker.py``,
+``cognee_worker.py``) is started under ``unshare`` (``isolated``), in a folder of the cell's own
+that holds its HOME and temporary folder, with an environment of its own (the telemetry
+opt-outs passed on by name). One request at a time: the run sends an operation; while the
+worker works, each call it makes of the run's models (its LLM, its embeddings) comes back as a
+message and is answered by the run's models, metered and cached; then it says ``done`` (its
+result) or ``failed`` (its traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memory_lab.errors import EnvironmentProblem
+from memory_lab.telemetry import OFF as TELEMETRY_OFF
+
+NETWORK_CHECK = "--network-check"  # the worker's argument: print "private" if it is
+
+
+@dataclass(frozen=True)
+class WorkerSystem:
+    """What differs between the systems run this way: the names (``Hindsight``, its memory
+    ``hindsight``), the error its failures raise, the worker script, the ``unshare`` command
+    (``isolated``), why it must be private (for the refusal) and its environment's extras."""
+
+    name: str
+    memory: str
+    error: type[EnvironmentProblem]
+    script: Path
+    isolated: Callable[[], list[str]]
+    private_because: str
+    env: dict[str, str] = field(default_factory=dict)
+    failure_chars: int | None = None  # how much of a failure's traceback a message keeps
+
+
+def isolated(
+    *, uid: int | None = None, gid: int | None = None, keep_caps: bool = False
+) -> list[str]:
+    """The command a worker runs under: a user and a network namespace of its own (``unshare``
+    from util-linux 2.38 or later), as ``uid``/``gid`` in it (default: itself)."""
+    uid = os.getuid() if uid is None else uid
+    gid = os.getgid() if gid is None else gid
+    caps = ["--keep-caps"] if keep_caps else []
+    return ["unshare", "--user", f"--map-user={uid}", f"--map-group={gid}", "--net", *caps, "--"]
+
+
+def check_private(system: WorkerSystem, python: Path) -> None:
+    """The worker can run in namespaces of its own here (else the system's error saying why)."""
+    if shutil.which("unshare") is None:
+        raise system.error(
+            f"memory '{system.memory}': {system.private_because}, through unshare (util-linux), "
+            "which is not installed"
+        )
+    check = subprocess.run(
+        [*system.isolated(), str(python), "-P", "-s", "-B", str(system.script), NETWORK_CHECK],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    if check.stdout.strip() != "private":
+        said = (check.stderr.strip() or check.stdout.strip())[-400:]
+        raise system.error(
+            f"memory '{system.memory}': its worker could not start in a user and a network "
+            f"namespace of its own ({system.private_because}; unshare from util-linux 2.38 or "
+            "later; as another user than root, unprivileged user namespaces: sysctl "
+            "kernel.unprivileged_userns_clone=1, and on Ubuntu "
+            f"kernel.apparmor_restrict_unprivileged_userns=0): {said}"
+        )
+
+
+class Worker:
+    """A system's worker process and its JSON-lines protocol: one request at a time; the
+    worker's calls of the run's models are answered (``answer``) while it works."""
+
+    def __init__(self, system: WorkerSystem, python: Path, folder: Path, answer: Any):
+        self.system = system
+        self.answer = answer  # (call message) -> result
+        self.folder = folder
+        self.log = folder / "worker.log"
+        home, tmp = folder / "home", folder / "tmp"
+        for path in (home, tmp):
+            path.mkdir(parents=True, exist_ok=True)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(home),
+            "TMPDIR": str(tmp),
+            "LANG": "C.UTF-8",
+            # the systems order equally ranked results by way of sets: a fixed string hash
+            # makes that order, and so their prompts, the same from run to run
+            "PYTHONHASHSEED": "0",
+            **system.env,
+            **TELEMETRY_OFF,  # its environment is its own: the opt-outs are passed on by name
+        }
+        with open(self.log, "w", encoding="utf-8") as log:
+            self.proc = subprocess.Popen(
+                # in namespaces of its own; -P: the worker's folder (memory-lab's memories, a
+                # profile.py among them) must not shadow modules on its path; -s: no user
+                # site; -u: the protocol unbuffered; -B: no .pyc
+                [*system.isolated(), str(python), "-P", "-s", "-u", "-B", str(system.script)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                encoding="utf-8",
+                env=env,
+                cwd=str(folder),
+            )
+        self.lock = threading.Lock()
+
+    def request(self, op: str, **payload: Any) -> Any:
+        """Send ``op``; answer the worker's calls until it is done; its result."""
+        name, error = self.system.name, self.system.error
+        with self.lock:
+            if self.proc.poll() is not None:
+                raise error(f"{name}'s worker has exited; its log: {self.log}")
+            self._send({"op": op, **payload})
+            while True:
+                message = self._receive(op)
+                if "done" in message:
+                    return message["done"]
+                if "failed" in message:
+                    failure = message["failed"].rstrip()
+                    if self.system.failure_chars:
+                        failure = failure[-self.system.failure_chars :]
+                    raise error(
+                        f"{name} failed in {op!r}: {failure}\n(the worker's log: {self.log})"
+                    )
+                try:
+                    reply: dict[str, Any] = {"result": self.answer(message)}
+                except Exception as exc:  # noqa: BLE001 - sent on; raised in the worker
+                    self._send({"error": f"{type(exc).__name__}: {exc}"})
+                    raise
+                self._send(reply)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message, ensure_ascii=False) + "\n")
+        self.proc.stdin.flush()
+
+    def _receive(self, op: str) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait(timeout=30)
+            tail = self.log.read_text(encoding="utf-8", errors="replace")[-2000:]
+            raise self.system.error(
+                f"{self.system.name}'s worker exited during {op!r} (code "
+                f"{self.proc.returncode}); the end of its log ({self.log}):\n{tail}"
+            )
+        return json.loads(line)
+
+    def close(self) -> None:
+        """Ask the worker to stop (it stops what it started), then make sure it has."""
+        if self.proc.poll() is None:
+            try:
+                self.request("close")
+            except self.system.error:
+                pass
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
