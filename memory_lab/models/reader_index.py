@@ -24,27 +24,6 @@ from memory_lab.text.analysis import (
 )
 from memory_lab.text.normalize import sentences
 
-ABSTAIN_REPLY = "I don't know."
-# A message that asks nothing (no question mark, no question or request word first) is a
-# statement: the reader, which only quotes memory, acknowledges it instead of abstaining.
-ACK_REPLY = "Noted."
-_ASKS = re.compile(
-    r"^\W*(?:what|when|where|who|whom|whose|which|why|how|is|are|am|was|were|do|does|did|can|"
-    r"could|would|will|should|shall|may|might|have|has|had|tell|remind|list|name|describe|"
-    r"recall|give|show|summari[sz]e|explain|say|suggest|recommend|help|find|please)\b",
-    re.I,
-)
-
-
-def asks(message: str) -> bool:
-    """Whether ``message`` asks something (a question, or a request such as "Remind me ...");
-    Korean and other non-Latin messages count as asking unless they end with a full stop."""
-    text = message.strip()
-    if "?" in text or "？" in text or _ASKS.match(text):
-        return True
-    return is_hangul_text(text) and not text.endswith((".", "다", "요"))
-
-
 _SPEAKER = re.compile(r"^\s*(human|ai|user|assistant|input|response|system)\s*:\s*", re.I)
 _ASSISTANT = frozenset({"ai", "assistant", "response"})
 # A transcript line may name its speaker ("Caroline: ..."): every sentence of it is by them.
