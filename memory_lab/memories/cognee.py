@@ -25,8 +25,8 @@ its JSON path, the response schema appended, a JSON object asked for), metered a
 call of the run; its embeddings are the run's (queries as queries). Cognee's telemetry is off
 (``TELEMETRY_DISABLED``).
 
-Offline (``offline:memory``), the memory model recognises Cognee's calls by their response
-schema and answers them by Cognee's rule script (``models/offline_rules/cognee.py``).
+Offline, the run's memory model answers Cognee's calls by their response schema, as it does any
+system's it knows (docs/memories/cognee.md); this module does not know which model it is.
 """
 
 from __future__ import annotations
@@ -137,6 +137,7 @@ class CogneeMemory:
         self.top_k = top_k
         self.exchange_turns: dict[int, tuple[str, ...]] = {}
         self.exchange_texts: dict[int, str] = {}  # whitespace-flattened
+        self.documents: dict[int, str] = {}  # each exchange as Cognee was given it
 
     def observe(self, exchange: Exchange) -> None:
         lines = [f"{SPEAKERS[0]}: {exchange.user}"] if exchange.user else []
@@ -147,6 +148,7 @@ class CogneeMemory:
         text = "\n".join(lines)
         self.exchange_turns[exchange.index] = exchange.turn_ids
         self.exchange_texts[exchange.index] = _flat(text)
+        self.documents[exchange.index] = text
         self.worker.request("remember", text=text, tag=f"exchange-{exchange.index}")
 
     def turns_shown(self, block: str) -> tuple[str, ...]:
@@ -194,8 +196,12 @@ class CogneeMemory:
         }
 
     def held_texts(self) -> list[str]:
-        """The texts of the graph's nodes: chunks, entities, summaries."""
-        return [n["text"] for n in self.graph()["nodes"] if n["text"]]
+        """What Cognee keeps: each exchange's document (its data, which its chunks hold whole
+        in its vector store: counted once), then the texts of the graph's other nodes, its
+        entities and summaries."""
+        nodes = self.graph()["nodes"]
+        derived = [n["text"] for n in nodes if n["text"] and n["type"] != "DocumentChunk"]
+        return [*self.documents.values(), *derived]
 
     def close(self) -> None:
         """The worker and the folder go through ``on_close``."""

@@ -60,8 +60,13 @@ def test_every_registered_memory_says_what_it_holds(name, nurse, run_models):
         assert cell.memory.recall(query) == before
         # what a memory holds covers at least what it shows (the headings aside)
         shown = sum(count_tokens(i.text) for i in before.items if i.kind != "other")
-        if name not in ("entity", "kg"):  # those recall through text they render themselves
+        # entity and kg recall through text they render themselves; Cognee's search context
+        # renders its graph's triplets and shows a chunk again in each section that finds it
+        # (on this dialogue, 999 tokens shown of the 345 it holds)
+        if name not in ("entity", "kg", "cognee"):
             assert held >= 0.5 * shown, (name, held, shown)
+        else:
+            assert held > 0 and shown > 0, (name, held, shown)
     finally:
         cell.close()
 
