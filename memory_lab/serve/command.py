@@ -175,6 +175,11 @@ def run(args: argparse.Namespace) -> int:
     # before the warm-up: loading an int8 engine logs on the root logger (onnxruntime's
     # quantizer), which would give it a WARNING handler and make this call a no-op, no access log
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    # and redacted from the first line: the warm-up's exchange calls the answering model, whose
+    # request line (httpx) names the --base-url, credentials included
+    from memory_lab.text.redact import redact_logs
+
+    redact_logs()
     print("memory-lab serve: warming up the models (once)", file=sys.stderr, flush=True)
     warm_up(settings.memories, settings.models)
     sock = listening_socket(args.port)
