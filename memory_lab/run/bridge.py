@@ -16,10 +16,11 @@ from typing import Any
 
 from langchain_classic.base_memory import BaseMemory
 from langchain_core._api import LangChainDeprecationWarning
+from pydantic import PrivateAttr
 
 from memory_lab.memories.protocol import Query, Recall, render_recall
 from memory_lab.models.prompt import INPUT_KEY, MEMORY_KEY, render_prompt
-from memory_lab.models.tokens import count_tokens, encoding, token_ids
+from memory_lab.models.tokens import TextTokens, count_tokens, encoding
 
 
 @contextmanager
@@ -56,6 +57,9 @@ class PromptMemory(BaseMemory):
     truncated: bool = False
     cut_tokens: int = 0
     recall_seconds: float = 0.0
+    # counts (and ids) of the memory text from one exchange to the next: a growing text costs
+    # what it grew by, with the same results as count_tokens and token_ids
+    _tokens: TextTokens = PrivateAttr(default_factory=TextTokens)
 
     @property
     def memory_variables(self) -> list[str]:
@@ -69,14 +73,14 @@ class PromptMemory(BaseMemory):
         self.truncated, self.cut_tokens = False, 0
         if self.limit is not None:
             budget = self.limit - count_tokens(render_prompt("", text, self.style))
-            whole = count_tokens(context)
+            whole = self._tokens.count(context)
             self.truncated = whole > budget
             if self.truncated:
-                ids = token_ids(context)
+                ids = self._tokens.token_ids(context)
                 kept = encoding().decode(ids[len(ids) - max(0, budget) :]) if budget > 0 else ""
                 cut = kept.find("\n")
                 context = kept[cut + 1 :] if cut != -1 else ""
-                self.cut_tokens = whole - count_tokens(context)
+                self.cut_tokens = whole - self._tokens.count(context)
         self.context = context
         self.recall_seconds = time.perf_counter() - started
         return {MEMORY_KEY: context}
