@@ -285,7 +285,7 @@ def records_of(folder: Path) -> list[dict]:
     """Every record of a results folder, timings dropped."""
     data = (folder / "records.jsonl").read_bytes()
     rows = [json.loads(line) for line in data.split(b"\n") if line]  # a torn line fails here
-    return [without_timings(row) for row in rows]
+    return [without_timings(row) for row in rows if row["type"] != "format"]  # not its header
 
 
 def summary_of(folder: Path) -> list[str]:

@@ -226,7 +226,7 @@ def test_a_base_url_with_credentials_is_in_no_file_and_the_cache_ignores_them(
     assert leaks("bob", cache_dir) == []
     info = json.loads((tmp_path / "a" / "run.json").read_text())
     redacted = mock.base_url.replace("http://", "http://***@")
-    assert info["config"]["base_url"] == info["models"]["base_url"] == redacted
+    assert info["config"]["models"]["base_url"] == info["models"]["base_url"] == redacted
 
 
 def test_a_run_whose_base_url_had_credentials_resumes_only_with_them_again(

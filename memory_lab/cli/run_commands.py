@@ -12,7 +12,6 @@ from pathlib import Path
 from memory_lab.errors import ConfigError
 from memory_lab.log.config import RunConfig, named_values
 from memory_lab.log.run_spec import RESUME_OPTIONS
-from memory_lab.models.windows import parse_limit
 
 DEFAULTS = RunConfig()  # the run options' defaults are RunConfig's
 
@@ -26,34 +25,8 @@ RESUME_DESTS = (
 
 
 def run_config(args: argparse.Namespace) -> RunConfig:
-    """The RunConfig the ``run`` options describe."""
-    return RunConfig(
-        llm=args.llm,
-        memory_llm=args.memory_llm,
-        roles=named_values(args.model, "--model"),
-        embeddings=args.embeddings,
-        judge=args.judge,
-        judge_prompts=tuple(args.judge_prompt),
-        judge_runs=args.judge_runs,
-        judge_temperature=args.judge_temperature,
-        answer_style=args.answer_style,
-        device=args.device,
-        base_url=args.base_url,
-        mode=args.mode,
-        record_prompts=not args.no_prompts,
-        context_limit=parse_limit(args.context_limit),
-        jobs=args.jobs,
-        concurrency=args.concurrency,
-        executor=args.executor or DEFAULTS.executor,
-        ray_address=args.ray_address,
-        price_model=args.price_model,
-        prices_file=str(args.prices) if args.prices else None,
-        cache=False if args.no_cache else (str(args.cache_dir) if args.cache_dir else True),
-        dry_run=args.dry_run,
-        timestamps=args.timestamps == "on",
-        request_timeout=args.request_timeout,
-        adversarial=args.adversarial,
-    )
+    """The RunConfig the ``run`` options describe (``RunConfig.from_options``)."""
+    return RunConfig.from_options(args)
 
 
 def run_command(args: argparse.Namespace) -> int:

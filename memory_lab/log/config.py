@@ -17,7 +17,7 @@ from typing import Any
 
 from memory_lab.errors import ConfigError
 from memory_lab.models.spec import OFFLINE, ModelSpec, is_offline
-from memory_lab.models.windows import MODEL_WINDOW, ContextWindow, context_window
+from memory_lab.models.windows import MODEL_WINDOW, ContextWindow, context_window, parse_limit
 
 MODES = ("replay", "live")
 EXECUTORS = ("local", "ray")
@@ -26,11 +26,31 @@ ANSWER_STYLES = ("conversation", "short")  # the answering prompts of memory_lab
 DEVICES = ("cpu", "cuda")  # where the bundled embedding models run (models/onnx_encoder.py)
 MAX_JUDGE_RUNS = 100  # --judge-runs: each is a call per probe and grading prompt
 MAX_JUDGE_TEMPERATURE = 2.0  # the highest sampling temperature providers take
+# run.json's sections of a config, in order: each field belongs to one (``_in``)
+GROUPS = ("models", "protocol", "run", "judge", "limits", "pricing")
+
+
+def _in(group: str, default: Any = None, *, key: str | None = None, factory: Any = None) -> Any:
+    """A RunConfig field of ``group``, written there as ``key`` (its own name unless given)."""
+    assert group in GROUPS
+    meta = {"group": group, "key": key}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True)
 class RunConfig:
     """Models by role, execution, protocol, pricing and cache settings of one run.
+
+    Its fields fall in run.json's sections (``GROUPS``): ``models`` (llm, memory_llm, roles,
+    embeddings, base_url), ``protocol`` (mode, answer_style, timestamps, adversarial), ``run``
+    (jobs, concurrency, executor, ray_address, device, cache, dry_run, record_prompts),
+    ``judge`` (judge as ``model``, judge_prompts as ``prompts``, judge_runs as ``runs``,
+    judge_temperature as ``temperature``), ``limits`` (context_limit, request_timeout) and
+    ``pricing`` (price_model, embedding_price_model, prices_file); in Python they are read and
+    given by name (``RunConfig(llm=..., jobs=2)``, ``config.llm``). The command line builds one
+    in one place, ``from_options``.
 
     Models: ``llm`` answers the conversation; ``memory_llm`` is the ``memory`` role (the LLM
     inside memories); ``roles`` names models for other roles a memory declares (each falls back
@@ -50,32 +70,32 @@ class RunConfig:
     ``cpu`` or ``cuda`` (onnxruntime's CUDA provider; run.json records it when not ``cpu``).
     """
 
-    llm: str = OFFLINE
-    memory_llm: str = OFFLINE
-    roles: dict[str, str] = field(default_factory=dict)
-    embeddings: str = OFFLINE
-    judge: str | None = None
-    base_url: str | None = None
-    mode: str = "replay"
-    record_prompts: bool = True
-    context_limit: int | str | None = MODEL_WINDOW
-    jobs: int = 1
-    concurrency: int = 1
-    price_model: str | None = None
-    embedding_price_model: str | None = None
-    prices_file: str | None = None
-    cache: bool | str = True
-    dry_run: bool = False
-    timestamps: bool = True
-    adversarial: str = "apart"
-    request_timeout: float = 60.0
-    executor: str = "local"
-    ray_address: str | None = None
-    judge_prompts: tuple[str, ...] = ()
-    judge_runs: int = 1
-    judge_temperature: float = 0.0
-    answer_style: str = "conversation"
-    device: str = "cpu"
+    llm: str = _in("models", OFFLINE)
+    memory_llm: str = _in("models", OFFLINE)
+    roles: dict[str, str] = _in("models", factory=dict)
+    embeddings: str = _in("models", OFFLINE)
+    judge: str | None = _in("judge", None, key="model")
+    base_url: str | None = _in("models", None)
+    mode: str = _in("protocol", "replay")
+    record_prompts: bool = _in("run", True)
+    context_limit: int | str | None = _in("limits", MODEL_WINDOW)
+    jobs: int = _in("run", 1)
+    concurrency: int = _in("run", 1)
+    price_model: str | None = _in("pricing", None)
+    embedding_price_model: str | None = _in("pricing", None)
+    prices_file: str | None = _in("pricing", None)
+    cache: bool | str = _in("run", True)
+    dry_run: bool = _in("run", False)
+    timestamps: bool = _in("protocol", True)
+    adversarial: str = _in("protocol", "apart")
+    request_timeout: float = _in("limits", 60.0)
+    executor: str = _in("run", "local")
+    ray_address: str | None = _in("run", None)
+    judge_prompts: tuple[str, ...] = _in("judge", (), key="prompts")
+    judge_runs: int = _in("judge", 1, key="runs")
+    judge_temperature: float = _in("judge", 0.0, key="temperature")
+    answer_style: str = _in("protocol", "conversation")
+    device: str = _in("run", "cpu")
 
     def __post_init__(self) -> None:
         if self.jobs < 1 or self.concurrency < 1:
@@ -185,28 +205,76 @@ class RunConfig:
     def replace(self, **changes: Any) -> RunConfig:
         return dataclasses.replace(self, **changes)
 
+    @classmethod
+    def given(cls, config: RunConfig | None, settings: dict[str, Any]) -> RunConfig:
+        """``config`` with ``settings`` (field names) changed, or a RunConfig of ``settings``:
+        what an API taking both a config and keyword settings runs (none is dropped)."""
+        return config.replace(**settings) if config is not None else cls(**settings)
+
     def to_json(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        if data["device"] == "cpu":  # as runs from before --device recorded it (their checksums)
-            del data["device"]
-        return data
+        """The configuration as run.json holds it: one object per section of ``GROUPS``."""
+        return group_config(dataclasses.asdict(self))
 
     @classmethod
     def from_json(cls, data: Any, where: str = "run.json") -> RunConfig:
-        """Rebuild from ``to_json`` output; ConfigError naming the file and field otherwise.
-        A config without ``context_limit`` had no limit (not today's default)."""
+        """Rebuild from ``to_json`` output (run.json's current format: ``log/formats.py``
+        migrates older ones); ConfigError naming the file and the field otherwise."""
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: config must be an object, got {type(data).__name__}")
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
+        unknown = sorted(set(data) - set(GROUPS))
         if unknown:
             raise ConfigError(f"{where}: config has unknown field(s): {', '.join(unknown)}")
-        # a config from before the window default recorded its limit or ran without one
-        data = {"context_limit": None, **data}
+        flat: dict[str, Any] = {}
+        for group, members in _members().items():
+            section = data.get(group, {})
+            if not isinstance(section, dict):
+                raise ConfigError(
+                    f"{where}: config.{group} must be an object, got {type(section).__name__}"
+                )
+            unknown = sorted(set(section) - set(members))
+            if unknown:
+                raise ConfigError(
+                    f"{where}: config.{group} has unknown field(s): {', '.join(unknown)}"
+                )
+            flat.update({members[key]: value for key, value in section.items()})
         try:
-            return cls(**data)
+            return cls(**flat)
         except TypeError as exc:
             raise ConfigError(f"{where}: config: {exc}") from None
+
+    @classmethod
+    def from_options(cls, options: Any, **fixed: Any) -> RunConfig:
+        """The configuration command-line options describe (an ``argparse.Namespace``), the
+        one place options become a RunConfig: each field from its option (``OPTIONS``) where
+        the command has that option, ``fixed`` fields as given, the rest their defaults."""
+        values = {
+            name: read(options)
+            for name, (dests, read) in OPTIONS.items()
+            if name not in fixed and all(hasattr(options, d) for d in dests)
+        }
+        return cls(**values, **fixed)
+
+
+def _members() -> dict[str, dict[str, str]]:
+    """section -> {its key in run.json -> field name}."""
+    out: dict[str, dict[str, str]] = {group: {} for group in GROUPS}
+    for f in dataclasses.fields(RunConfig):
+        out[f.metadata["group"]][f.metadata["key"] or f.name] = f.name
+    return out
+
+
+def group_config(flat: dict[str, Any]) -> dict[str, Any]:
+    """A configuration's fields by name (``dataclasses.asdict``, or version 1's run.json) as
+    run.json's sections; a name that is no field stays where it was (``from_json`` refuses it)."""
+    out: dict[str, Any] = {group: {} for group in GROUPS}
+    places = {name: (group, key) for group, m in _members().items() for key, name in m.items()}
+    for name, value in flat.items():
+        if name in places:
+            group, key = places[name]
+            out[group][key] = list(value) if isinstance(value, tuple) else value
+        else:
+            out[name] = value
+    return out
 
 
 def _is_whole(value: Any) -> bool:
@@ -227,3 +295,39 @@ def named_values(items: list[str], option: str) -> dict[str, str]:
             raise ConfigError(f"{option} expects NAME=VALUE, got {item!r}")
         out[name.strip()] = value
     return out
+
+
+def _cache(options: Any) -> bool | str:
+    if options.no_cache:
+        return False
+    return str(options.cache_dir) if options.cache_dir else True
+
+
+# field -> (the option dests it reads, how): what ``RunConfig.from_options`` builds each from
+OPTIONS: dict[str, tuple[tuple[str, ...], Any]] = {
+    "llm": (("llm",), lambda o: o.llm),
+    "memory_llm": (("memory_llm",), lambda o: o.memory_llm),
+    "roles": (("model",), lambda o: named_values(o.model, "--model")),
+    "embeddings": (("embeddings",), lambda o: o.embeddings),
+    "base_url": (("base_url",), lambda o: o.base_url),
+    "judge": (("judge",), lambda o: o.judge),
+    "judge_prompts": (("judge_prompt",), lambda o: tuple(o.judge_prompt)),
+    "judge_runs": (("judge_runs",), lambda o: o.judge_runs),
+    "judge_temperature": (("judge_temperature",), lambda o: o.judge_temperature),
+    "answer_style": (("answer_style",), lambda o: o.answer_style),
+    "device": (("device",), lambda o: o.device),
+    "mode": (("mode",), lambda o: o.mode),
+    "record_prompts": (("no_prompts",), lambda o: not o.no_prompts),
+    "context_limit": (("context_limit",), lambda o: parse_limit(o.context_limit)),
+    "jobs": (("jobs",), lambda o: o.jobs),
+    "concurrency": (("concurrency",), lambda o: o.concurrency),
+    "executor": (("executor",), lambda o: o.executor or EXECUTORS[0]),
+    "ray_address": (("ray_address",), lambda o: o.ray_address),
+    "price_model": (("price_model",), lambda o: o.price_model),
+    "prices_file": (("prices",), lambda o: str(o.prices) if o.prices else None),
+    "cache": (("no_cache", "cache_dir"), _cache),
+    "dry_run": (("dry_run",), lambda o: o.dry_run),
+    "timestamps": (("timestamps",), lambda o: o.timestamps == "on"),
+    "request_timeout": (("request_timeout",), lambda o: o.request_timeout),
+    "adversarial": (("adversarial",), lambda o: o.adversarial),
+}

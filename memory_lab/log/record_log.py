@@ -10,7 +10,8 @@ The protocol, the same for one process, threads, worker processes or any future 
 2. When the cell has ended (its closing ``cell`` record written) the part is synced and renamed
    to ``parts/cell-<index>.jsonl``: a complete part only ever exists whole.
 3. The driver, and only the driver, appends complete parts to ``records.jsonl`` in cell order,
-   syncs, then deletes the part. Each cell is thus one contiguous block closed by its ``cell``
+   syncs, then deletes the part (a new records.jsonl begins with its format's header record,
+   ``log/formats.py``). Each cell is thus one contiguous block closed by its ``cell``
    record, and a cell's records become visible only once it has ended.
 4. On resume ``records.jsonl`` is read as blocks: the first block of each cell closed by an
    ``ok`` cell record is kept; a block cut short (a kill while appending), a failed cell and any
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from memory_lab.log.faults import fault_point
+from memory_lab.log.formats import stream_header
 from memory_lab.log.records import record_problem
 from memory_lab.text.limits import MAX_RECORDS_BYTES, open_regular
 
@@ -115,6 +117,9 @@ class RecordLog:
     def __init__(self, path: Path):
         self.path = path
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if os.fstat(self._fd).st_size == 0:  # a new stream begins with its format's header
+            with naming_file(path):
+                os.write(self._fd, dump_record(stream_header()).encode())
 
     def append_part(self, part: Path) -> None:
         """Append a complete part, sync it, then delete the part.

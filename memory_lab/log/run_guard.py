@@ -45,11 +45,8 @@ CHECKSUM_FIELDS = (
     "resources",
     "models",
     "prompt_template",
-    "mode",
     "cache_dir",
     "judge",
-    "dry_run",
-    "context_limit",
     "context_limit_source",
     "pricing",
 )
@@ -110,10 +107,10 @@ def _holder(fd: int) -> str:
 
 def config_checksums(info: dict[str, Any]) -> dict[str, str]:
     """The SHA-256 of each ``CHECKSUM_FIELDS`` field of ``info`` as ``run.json`` holds it."""
-    return {field: _field_hash(info.get(field)) for field in CHECKSUM_FIELDS}
+    return {field: field_hash(info.get(field)) for field in CHECKSUM_FIELDS}
 
 
-def _field_hash(value: Any) -> str:
+def field_hash(value: Any) -> str:
     value = json.loads(json.dumps(value, default=str))  # as run.json gives it back
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
@@ -132,7 +129,7 @@ def check_config(info: dict[str, Any], run_file: Path) -> None:
         return
     if not isinstance(recorded, dict) or not all(isinstance(v, str) for v in recorded.values()):
         raise BadInput(f"{run_file}: {CHECKSUM_KEY} must map fields to hashes; cannot resume")
-    changed = sorted(k for k, v in recorded.items() if _field_hash(info.get(k)) != v)
+    changed = sorted(k for k, v in recorded.items() if field_hash(info.get(k)) != v)
     if changed:
         raise BadInput(
             f"{run_file}: its configuration changed since the run started "

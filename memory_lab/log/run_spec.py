@@ -1,9 +1,11 @@
 """``RunSpec``: a run's whole description, typed and frozen, as ``run.json`` holds it.
 
 ``prepare_run`` (``run/prepare.py``) builds one; ``save`` writes it as ``run.json`` and ``load``
-reads it back (a clear error naming the file and the field on bad input), with the layout
-``run.json`` has always had: the same keys and values, a key an older version did not write
-stays unwritten, and keys this version does not know are kept. ``resumed`` gives the spec a
+reads it back (a clear error naming the file and the field on bad input) in this version's
+layout: an older run.json is migrated as it is read (``log/formats.py``, the one place that
+knows older formats), a key a run did not write stays unwritten, and keys this version does
+not know are kept. No field is written twice: the configuration is ``config``'s alone (its
+figures are properties here: ``mode``, ``jobs``, ``context_limit``...). ``resumed`` gives the spec a
 ``--resume`` executes. The executors receive the spec itself (it pickles), so worker processes
 and Ray tasks rebuild the run's models from it.
 
@@ -28,6 +30,7 @@ from memory_lab.dialogue.model import Dialogue
 from memory_lab.dialogue.sources import load_dialogues
 from memory_lab.errors import BadInput, ConfigError
 from memory_lab.log.config import RunConfig
+from memory_lab.log.formats import RUN_FORMAT, FormatError, migrate_run
 from memory_lab.log.record_log import naming_file
 from memory_lab.log.records import field_checks
 from memory_lab.log.run_guard import check_config
@@ -385,6 +388,7 @@ class RunSpec(_Record):
     }
     KEYS: ClassVar[dict[str, str]] = {"resume_history": "resumed"}
 
+    format_version: int = RUN_FORMAT  # log/formats.py: an older file is migrated when read
     run_id: str | None = None
     started: str | None = None
     status: str = "running"
@@ -397,15 +401,9 @@ class RunSpec(_Record):
     resources: tuple[str, ...] = ()  # names only: values are never written
     models: ModelRecord = field(default_factory=ModelRecord)
     prompt_template: str | None = None
-    answer_style: str | None = field(default=None, init=False)  # mirrors of ``config``
-    mode: str | None = field(default=None, init=False)
     cache_dir: str | None = None
     judge: JudgeRecord | None = None
-    concurrency: int | None = field(default=None, init=False)
-    dry_run: dict[str, str] | None = field(default=None, init=False)
-    context_limit: int | None = field(default=None, init=False)  # None: no limit
     context_limit_source: str | None = None  # given, model, none, unknown (windows.SOURCES)
-    jobs: int | None = field(default=None, init=False)
     pricing: Pricing = field(default_factory=Pricing)
     packages: dict[str, str] = field(default_factory=dict)
     python: str | None = None
@@ -425,22 +423,31 @@ class RunSpec(_Record):
         default=(), metadata=_UNWRITTEN, repr=False, compare=False
     )
 
-    def __post_init__(self) -> None:
-        """The run.json fields that mirror the configuration (kept in run.json's layout for its
-        readers) come from ``config``: one source, never passed in or read from a file."""
-        config = self.config
-        limit = config.context_limit
-        models = {"llm": config.llm, "memory_llm": config.memory_llm}
-        mirrors = {
-            "answer_style": config.answer_style,
-            "mode": config.mode,
-            "concurrency": config.concurrency,
-            "dry_run": {**models, "embeddings": config.embeddings} if config.dry_run else None,
-            "context_limit": None if limit == MODEL_WINDOW else limit,
-            "jobs": config.jobs,
-        }
-        for name, value in mirrors.items():
-            object.__setattr__(self, name, value)
+    # -- what readers take of the configuration (format 1 wrote these beside it as well) -----
+
+    @property
+    def answer_style(self) -> str:
+        return self.config.answer_style
+
+    @property
+    def mode(self) -> str:
+        return self.config.mode
+
+    @property
+    def context_limit(self) -> int | None:
+        """The prompt limit in tokens the run resolved (None: no limit)."""
+        limit = self.config.context_limit
+        return None if limit == MODEL_WINDOW else limit
+
+    @property
+    def dry_run(self) -> dict[str, str] | None:
+        """The requested models a dry run stood in for (None: not a dry run)."""
+        c = self.config
+        return (
+            {"llm": c.llm, "memory_llm": c.memory_llm, "embeddings": c.embeddings}
+            if (c.dry_run)
+            else None
+        )
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -461,6 +468,10 @@ class RunSpec(_Record):
         """A spec from run.json's content (``where`` names it in errors)."""
         if not isinstance(data, dict):
             raise RunSpecError(f"{where}: must hold an object, got {type(data).__name__}")
+        try:
+            data = migrate_run(data, where)
+        except FormatError as exc:
+            raise RunSpecError(str(exc)) from None
         return cls.from_json(data, where, "")
 
     def require(self, *fields: str) -> None:
@@ -560,12 +571,9 @@ class RunSpec(_Record):
     def context_limit_text(self) -> str | None:
         """The run's context limit in words (``windows.describe``); None when run.json records
         neither the limit nor its source (a run from before either was recorded)."""
-        if "context_limit" in self.absent and "context_limit_source" in self.absent:
+        if "context_limit_source" in self.absent:
             return None
-        absent = "context_limit_source" in self.absent
-        return describe(
-            self.context_limit, None if absent else self.context_limit_source, self.config.llm
-        )
+        return describe(self.context_limit, self.context_limit_source, self.config.llm)
 
     @property
     def judge_model(self) -> ModelSpec | None:

@@ -15,14 +15,11 @@ from memory_lab.scoring.stats import cohen_kappa, majority_vote, mean_sd
 
 def _votes(row: pd.Series) -> dict[str, list[bool | None]]:
     """A probe's verdicts: grading prompt label -> the verdict of each run, in run order."""
-    verdicts = row.get("judge_verdicts")
-    if isinstance(verdicts, list) and verdicts:
-        out: dict[str, list[bool | None]] = {}
-        for v in sorted(verdicts, key=lambda v: v["run"]):
-            out.setdefault(v["prompt"], []).append(v["correct"])
-        return out
-    correct = row.get("judge_correct")  # a run from before several prompts and runs
-    return {"p1": [None if correct is None or pd.isna(correct) else bool(correct)]}
+    verdicts = row.get("judge_verdicts")  # an older run's: log/formats.py gave it them
+    out: dict[str, list[bool | None]] = {}
+    for v in sorted(verdicts if isinstance(verdicts, list) else [], key=lambda v: v["run"]):
+        out.setdefault(v["prompt"], []).append(v["correct"])
+    return out
 
 
 def judge_metrics(probes: pd.DataFrame) -> pd.DataFrame:

@@ -24,6 +24,7 @@ from typing import IO, Any
 import pandas as pd
 
 from memory_lab.errors import BadInput
+from memory_lab.log.formats import FormatError, is_header, migrate_record, stream_version
 from memory_lab.log.prompt_store import DELTA_FIELD, PromptDecoder, without_prompt
 from memory_lab.log.record_log import ended_cells
 from memory_lab.log.records import RECORD_TYPES, record_problem
@@ -178,6 +179,7 @@ def _read_lines(
     records = []
     decoder = PromptDecoder()
     held = 0  # characters of the prompts restored so far
+    version = None  # the stream's format: its header's, else 1 (log/formats.py)
     for n, line, ended in lines:
         if not line.strip():
             continue
@@ -187,9 +189,19 @@ def _read_lines(
             if not ended:  # cut short, maybe inside a character: the kill's last write
                 break
             raise ResultsError(f"{file} line {n}: not valid JSON: {exc}") from None
+        if is_header(record):
+            if version is not None:
+                raise ResultsError(f"{file} line {n}: a format header after the first record")
+            try:
+                version = stream_version(record, f"{file} line {n}")
+            except FormatError as exc:
+                raise ResultsError(str(exc)) from None
+            continue
+        version = version or 1
         problem = record_problem(record)
         if problem:
             raise ResultsError(f"{file} line {n}: {problem}")
+        record = migrate_record(record, version)
         if prompts == "dropped":
             record = without_prompt(record)
         else:  # a delta that does not restore is refused even when kept as stored

@@ -39,8 +39,9 @@ def run_benchmark(
 ) -> RunOutcome:
     """Replay every dialogue through every memory; write records, run.json and summary.csv.
 
-    ``config`` (or the same settings as keywords, e.g. ``llm="openai:gpt-4o-mini"``, ``jobs=2``)
-    holds everything that shapes the numbers; see ``RunConfig``. ``resources`` are run-wide
+    ``config`` and the same settings as keywords (e.g. ``llm="openai:gpt-4o-mini"``, ``jobs=2``;
+    given both, the keywords change the config) hold everything that shapes the numbers; see
+    ``RunConfig``. ``resources`` are run-wide
     named resources for memories (a database URL): used, and only their names are written;
     every password, key or token is redacted from run.json, errors and cache keys. A cell
     that raises is recorded as failed with its error and the run goes on. ``jobs`` > 1 runs
@@ -54,7 +55,7 @@ def run_benchmark(
         memories,
         dialogues,
         out,
-        config or RunConfig(**settings),
+        RunConfig.given(config, settings),
         sources=sources,
         resources=resources,
     )

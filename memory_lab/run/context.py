@@ -66,12 +66,12 @@ class RunModels:
         work_dir: str | None = None,
         **settings: Any,
     ) -> RunModels:
-        """Build the run-wide parts for ``config`` (or a RunConfig of ``settings``).
+        """Build the run-wide parts for ``config`` with ``settings`` (``RunConfig.given``).
 
         The resources' and base URL's secrets are masked in this process's errors from here on
         (each worker process builds its models, so learns them too).
         """
-        config = config or RunConfig(**settings)
+        config = RunConfig.given(config, settings)
         remember_resources(resources, config.base_url)
         call_cache = None
         if cache_dir is not None:

@@ -24,6 +24,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from memory_lab.dialogue.model import Dialogue
+from memory_lab.log.formats import stream_header
 from memory_lab.log.record_log import (
     PARTS_DIR,
     RecordLog,
@@ -119,6 +120,7 @@ def _keep_ended_cells(spec: RunSpec, folder: Path) -> tuple[RunSpec, list[CellTa
     with naming_file(tmp):
         try:
             with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(dump_record(stream_header()))  # kept records read in this format
                 fh.writelines(dump_record(r) for r in keep)
                 fh.flush()
                 os.fsync(fh.fileno())

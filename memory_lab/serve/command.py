@@ -120,16 +120,7 @@ def settings_from(args: argparse.Namespace) -> object:
         postgres_pool=args.postgres_pool,
         postgres_wait=args.postgres_wait,
     )
-    config = RunConfig(
-        llm=args.llm,
-        memory_llm=args.memory_llm,
-        roles=named_values(args.model, "--model"),
-        embeddings=args.embeddings,
-        base_url=args.base_url,
-        mode="live",
-        cache=False,
-        request_timeout=args.request_timeout,
-    )
+    config = RunConfig.from_options(args, mode="live", cache=False)
     for spec in config.model_specs():
         check_provider(spec, config.base_url)
     use_client_settings(ClientSettings.from_env(config.request_timeout))  # read once, here

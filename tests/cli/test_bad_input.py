@@ -182,9 +182,9 @@ def test_the_device_is_checked_and_recorded_only_when_not_the_cpu():
 
     with pytest.raises(ConfigError, match="--device must be one of cpu, cuda, got 'tpu'"):
         RunConfig(device="tpu")
-    assert "device" not in RunConfig().to_json()  # the config of runs from before --device
+    assert RunConfig().to_json()["run"]["device"] == "cpu"
     gpu = RunConfig(device="cuda").to_json()
-    assert gpu["device"] == "cuda" and RunConfig.from_json(gpu).device == "cuda"
+    assert gpu["run"]["device"] == "cuda" and RunConfig.from_json(gpu).device == "cuda"
     assert RunConfig.from_json(RunConfig().to_json()).device == "cpu"
 
 

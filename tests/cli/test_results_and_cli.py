@@ -51,7 +51,8 @@ def test_run_writes_run_json_records_and_summary(mini_run, capsys):
         "accuracy_low,accuracy_high,abstention_probes,abstention_accuracy"
     )
     assert len(summary) == 4
-    assert info["config"]["timestamps"] is True and info["config"]["adversarial"] == "apart"
+    protocol = info["config"]["protocol"]
+    assert protocol["timestamps"] is True and protocol["adversarial"] == "apart"
 
 
 def test_the_summary_cannot_be_won_by_abstaining(mini_run):
@@ -102,7 +103,8 @@ def test_read_results_gives_tidy_frames(mini_run):
 def test_a_torn_last_line_from_a_killed_run_loses_only_that_line(mini_run, tmp_path):
     lines = (mini_run / RECORDS_FILE).read_text().splitlines()
     (tmp_path / RECORDS_FILE).write_text("\n".join(lines) + '\n{"type": "tu')
-    assert len(read_records(tmp_path)) == len(lines)
+    assert lines[0] == '{"stream": "records", "type": "format", "version": 2}'  # its header
+    assert len(read_records(tmp_path)) == len(lines) - 1
 
 
 def test_the_summary_table_is_printed(tmp_path, capsys):

@@ -211,7 +211,7 @@ def test_reading_a_live_runs_folder_needs_no_lock(reference, tmp_path, holder):
     ("field", "change"),
     [
         ("memory_specs", lambda info: info["memory_specs"][1]["params"].update(k=5)),
-        ("config", lambda info: info["config"].update(llm="openai:gpt-4o-mini")),
+        ("config", lambda info: info["config"]["models"].update(llm="openai:gpt-4o-mini")),
         ("pricing", lambda info: info["pricing"]["llm"].update(input_per_mtok=0.0)),
         ("dialogue_sources", lambda info: info["dialogue_sources"].append("builtin:classic")),
     ],

@@ -19,6 +19,7 @@ import pytest
 from memory_lab import load_dialogues, resolve_memories
 from memory_lab.cli import main
 from memory_lab.log.config import RunConfig
+from memory_lab.log.formats import migrate_run
 from memory_lab.log.run_guard import check_config
 from memory_lab.log.run_spec import ModelSpec, RunSpec, RunSpecError
 from memory_lab.models.providers import ClientSettings, client_settings, provider_chat_model
@@ -61,32 +62,65 @@ def test_a_bad_model_string_is_refused_by_name(text):
         ModelSpec.parse(text)
 
 
-def test_an_old_run_json_loads_and_gives_back_the_same_json(tmp_path):
+def test_an_old_run_json_loads_migrated_and_is_written_in_this_format(tmp_path):
     folder = old_run(tmp_path)
     spec = RunSpec.load(folder)
     recorded = json.loads(OLD_RUN.read_text("utf-8"))
-    assert json.loads(json.dumps(spec.to_json())) == recorded
-    check_config(spec.to_json(), folder / "run.json")  # its checksums still hold
+    assert "format_version" not in recorded  # format 1
+    written = json.loads(json.dumps(spec.to_json()))
+    assert written == migrate_run(recorded, "run.json")
+    assert written["format_version"] == 2
+    for mirror in ("answer_style", "mode", "concurrency", "dry_run", "context_limit", "jobs"):
+        assert mirror in recorded and mirror not in written  # written once: in config
+    assert written["config"]["models"]["llm"] == recorded["config"]["llm"]
+    check_config(spec.to_json(), folder / "run.json")  # its checksums hold, over format 2
     assert spec.reader_model == ModelSpec("offline")  # a dry run executes the stand-ins
-    assert spec.dry_run == {
-        "llm": "openai:gpt-4o-mini",
-        "memory_llm": "offline",
-        "embeddings": "offline",
-    }
+    assert (
+        spec.dry_run
+        == recorded["dry_run"]
+        == {
+            "llm": "openai:gpt-4o-mini",
+            "memory_llm": "offline",
+            "embeddings": "offline",
+        }
+    )
+    assert (spec.mode, spec.config.jobs, spec.answer_style) == ("replay", 1, "conversation")
     assert spec.judge_model == ModelSpec("offline")
     assert spec.pricing.llm_model == "gpt-4o-mini" and spec.pricing.llm.input_per_mtok == 0.15
     assert [m.label for m in spec.memory_specs] == ["buffer", "window:k=2"]
     assert spec.config.llm == "openai:gpt-4o-mini" and spec.status == "complete"
     spec.save(tmp_path / "old")
-    assert json.loads((folder / "run.json").read_text("utf-8")) == recorded
+    assert json.loads((folder / "run.json").read_text("utf-8")) == written
+    assert RunSpec.load(folder).to_json() == spec.to_json()  # format 2 reads as written
 
 
 def test_a_key_an_old_run_json_lacks_stays_unwritten_and_unknown_keys_are_kept(tmp_path):
     data = json.loads(OLD_RUN.read_text("utf-8"))
-    del data["answer_style"], data["models"]["reader_embeddings"]
+    del data["prompt_template"], data["models"]["reader_embeddings"]
     data["from_the_future"] = {"x": 1}
     spec = RunSpec.read(data, "run.json")
-    assert json.loads(json.dumps(spec.to_json())) == data
+    written = json.loads(json.dumps(spec.to_json()))
+    assert "prompt_template" not in written and "reader_embeddings" not in written["models"]
+    assert written["from_the_future"] == {"x": 1}
+    assert written == migrate_run(data, "run.json")
+
+
+def test_an_old_run_json_edited_since_its_run_started_is_still_refused_once_migrated(tmp_path):
+    data = json.loads(OLD_RUN.read_text("utf-8"))
+    data["mode"] = "live"  # format 1's copy of the config, edited
+    spec = RunSpec.read(data, "run.json")
+    with pytest.raises(ValueError, match=r"configuration changed .*\(config no"):
+        check_config(spec.to_json(), tmp_path / "run.json")
+
+
+@pytest.mark.parametrize(
+    ("version", "message"),
+    [(3, "format_version 3 is newer than this memory-lab reads"), ("2", "format_version must")],
+)
+def test_a_run_json_of_an_unknown_format_is_refused_by_name(version, message):
+    data = {**json.loads(OLD_RUN.read_text("utf-8")), "format_version": version}
+    with pytest.raises(RunSpecError, match=f"r.json: {message}"):
+        RunSpec.read(data, "r.json")
 
 
 @pytest.fixture
@@ -194,7 +228,7 @@ def test_a_run_times_out_at_request_timeout_and_leaves_the_environment_alone(
     assert code == 1  # the cell failed: its first request timed out, then its one retry
     assert calls == 2
     info = json.loads((tmp_path / "run" / "run.json").read_text("utf-8"))
-    assert info["config"]["request_timeout"] == 0.3 and info["failed_cells"] == 1
+    assert info["config"]["limits"]["request_timeout"] == 0.3 and info["failed_cells"] == 1
     assert "Timeout" in info["errors"][0]["traceback"]
-    assert "max_retries" not in info and "max_retries" not in info["config"]
+    assert "max_retries" not in json.dumps(info)
     capsys.readouterr()

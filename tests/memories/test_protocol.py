@@ -71,8 +71,9 @@ def dated_notes_module(tmp_path, monkeypatch):
 
 
 def lines_of(folder):
+    """records.jsonl's records as written, timings and its format header left out."""
     rows = [json.loads(x) for x in (folder / RECORDS_FILE).read_text().splitlines() if x.strip()]
-    return [without_timings(r) for r in rows]
+    return [without_timings(r) for r in rows if r["type"] != "format"]
 
 
 def test_a_one_file_memory_runs_with_jobs_and_resumes_from_another_directory(
@@ -242,7 +243,7 @@ def test_a_declared_role_runs_against_the_provider_mock(facts_memory, tmp_path, 
     assert (usage["model"] == "openai:gpt-4o-mini").all()
     buffer_turns = r.turns[r.turns["memory"] == "buffer"]
     assert buffer_turns["memory_llm_calls"].sum() == 0  # the other memory called nothing
-    assert r.run["config"]["roles"] == {"extractor": "openai:gpt-4o-mini"}
+    assert r.run["config"]["models"]["roles"] == {"extractor": "openai:gpt-4o-mini"}
     assert "I live in Busan." in r.probes[r.probes["memory"] == "facts"]["prompt"].iloc[-1]
     every_file = "\n".join(p.read_text() for p in out.rglob("*") if p.is_file())
     assert SECRET_URL not in every_file and "pw-0123456789" not in every_file

@@ -58,10 +58,10 @@ def test_short_style_is_in_every_probe_prompt_and_in_run_json(styled_runs):
     user_turns = short.turns[short.turns["prompt"].notna()]
     assert len(user_turns) and user_turns["prompt"].str.contains(SHORT_INSTRUCTION).all()
     info = json.loads((short.path / "run.json").read_text())
-    assert info["config"]["answer_style"] == "short" and info["answer_style"] == "short"
+    assert info["config"]["protocol"]["answer_style"] == "short" and "answer_style" not in info
     assert info["prompt_template"] == SHORT_TEMPLATE
     plain = json.loads((default.path / "run.json").read_text())
-    assert plain["config"]["answer_style"] == "conversation"
+    assert plain["config"]["protocol"]["answer_style"] == "conversation"
     assert plain["prompt_template"] == TEMPLATE
 
 

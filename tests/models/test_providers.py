@@ -239,7 +239,7 @@ def test_a_provider_that_never_answers_times_out(tmp_path, monkeypatch):
         server.close()
     assert code == 1  # the cell failed with a timeout and was recorded
     info = json.loads((out / "run.json").read_text())
-    assert info["status"] == "failed" and info["config"]["request_timeout"] == 1.0
+    assert info["status"] == "failed" and info["config"]["limits"]["request_timeout"] == 1.0
     assert "timed out" in info["errors"][0]["traceback"].lower()
 
 

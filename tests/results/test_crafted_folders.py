@@ -120,7 +120,8 @@ def test_a_delta_of_two_million_spans_is_refused_before_it_is_built(folder):
     lines = file.read_text("utf-8").splitlines()
     records = [json.loads(line) for line in lines]
     index = next(i for i, r in enumerate(records) if DELTA_FIELD in r)
-    prompts = [r["prompt"] for r in read_records(folder)[:index] if r.get("prompt")]
+    before = read_records(folder)[: index - 1]  # line 0 is the format header, which it skips
+    prompts = [r["prompt"] for r in before if r.get("prompt")]
     previous = len(prompts[-1])  # the cell's previous prompt, restored
     crafted = {**records[index], DELTA_FIELD: {"pieces": [[0, previous]] * 2_000_000}}
     crafted[DELTA_FIELD]["digest"] = "0" * 16

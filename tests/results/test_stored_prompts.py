@@ -75,7 +75,9 @@ def long_run(tmp_path_factory):
 
 
 def raw(folder: Path) -> list[dict]:
-    return [json.loads(x) for x in (folder / RECORDS_FILE).read_text("utf-8").splitlines()]
+    """records.jsonl's records as written (its format header left out)."""
+    lines = (folder / RECORDS_FILE).read_text("utf-8").splitlines()
+    return [r for r in map(json.loads, lines) if r["type"] != "format"]
 
 
 def bytes_per_exchange(folder: Path, memory: str) -> dict[int, int]:
@@ -84,7 +86,7 @@ def bytes_per_exchange(folder: Path, memory: str) -> dict[int, int]:
     out: dict[int, int] = {}
     for line in (folder / RECORDS_FILE).read_text("utf-8").splitlines(keepends=True):
         r = json.loads(line)
-        if r["memory"] == memory and "exchange" in r:
+        if r.get("memory") == memory and "exchange" in r:
             out[r["exchange"]] = out.get(r["exchange"], 0) + len(line.encode("utf-8"))
     return out
 

@@ -11,6 +11,7 @@ from memory_lab import load_dialogues, read_results, resolve_memories, run_bench
 from memory_lab.cli import main
 from memory_lab.errors import ConfigError
 from memory_lab.log.config import RunConfig
+from memory_lab.log.formats import migrate_run
 from memory_lab.log.records import without_timings
 from memory_lab.models import windows
 from memory_lab.results.compare import differences
@@ -65,7 +66,8 @@ def test_the_default_limit_is_the_answering_models_window():
     assert RunConfig(context_limit=None).window() == windows.ContextWindow(None, "none")
     assert RunConfig(context_limit=500).window() == windows.ContextWindow(500, "given")
     # a config recorded before the default existed ran with the limit it recorded, or none
-    assert RunConfig.from_json({}).window() == windows.ContextWindow(None, "none")
+    old = migrate_run({"config": {}}, "run.json")["config"]  # format 1 (log/formats.py)
+    assert RunConfig.from_json(old).window() == windows.ContextWindow(None, "none")
     for bad in (0, -3, 2.5, True, "big"):
         with pytest.raises(ConfigError, match="--context-limit must be"):
             RunConfig(context_limit=bad)
@@ -100,8 +102,10 @@ def test_a_small_model_window_cuts_and_every_record_summary_and_report_says_so(
 ):
     cut = run(tmp_path / "cut")
     info = json.loads((cut.path / "run.json").read_text())
-    assert (info["context_limit"], info["context_limit_source"]) == (SMALL, "model")
-    assert info["config"]["context_limit"] == SMALL  # recorded as the number it resolved to
+    assert (info["config"]["limits"]["context_limit"], info["context_limit_source"]) == (
+        SMALL,
+        "model",
+    )  # recorded as the number it resolved to
     whole = run(tmp_path / "whole", context_limit=None)  # the same prompts, never cut
     assert json.loads((whole.path / "run.json").read_text())["context_limit_source"] == "none"
     limited, full = read_results(cut.path), read_results(whole.path)
@@ -143,13 +147,19 @@ def test_an_unknown_model_has_no_default_limit_and_a_dry_run_takes_the_requested
 ):
     unknown = run(tmp_path / "unknown", llm="openai:my-local-model", dry_run=True)
     info = json.loads((unknown.path / "run.json").read_text())
-    assert (info["context_limit"], info["context_limit_source"]) == (None, "unknown")
+    assert (info["config"]["limits"]["context_limit"], info["context_limit_source"]) == (
+        None,
+        "unknown",
+    )
     results = read_results(unknown.path)
     table = format_summary(summarize(results), results.spec)
     assert "context limit: none: the window of openai:my-local-model is not known" in table
     known = run(tmp_path / "known", llm="openai:gpt-4.1-mini", dry_run=True)
     info = json.loads((known.path / "run.json").read_text())
-    assert (info["context_limit"], info["context_limit_source"]) == (1_047_576, "model")
+    assert (info["config"]["limits"]["context_limit"], info["context_limit_source"]) == (
+        1_047_576,
+        "model",
+    )
 
 
 def test_old_records_without_the_tokens_cut_still_read(tmp_path):

@@ -36,7 +36,8 @@ def test_context_limit_drops_the_oldest_context_and_records_truncation(tmp_path)
     assert turns["prompt_tokens"].max() <= 400
     assert turns["truncated"].any() and not turns["truncated"].all()
     assert results.probes["truncated"].any()
-    assert json.loads((outcome.path / "run.json").read_text())["context_limit"] == 400
+    info = json.loads((outcome.path / "run.json").read_text())
+    assert info["config"]["limits"]["context_limit"] == 400
     late = turns.sort_values("exchange").iloc[-1]
     first_line = dialogues[0].turns[0].text
     assert first_line not in late["prompt"]  # the oldest part went first

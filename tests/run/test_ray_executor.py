@@ -86,7 +86,7 @@ def test_ray_tasks_give_the_records_of_one_job(cluster, reference, tmp_path):
     assert outcome.failed_cells == 0
     assert records_of(outcome.path) == records_of(one_job)
     info = json.loads((outcome.path / "run.json").read_text("utf-8"))
-    assert info["config"]["executor"] == "ray" and info["status"] == "complete"
+    assert info["config"]["run"]["executor"] == "ray" and info["status"] == "complete"
     assert not (outcome.path / "parts").exists()
 
 

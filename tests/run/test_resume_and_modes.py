@@ -92,7 +92,9 @@ def test_live_mode_saves_the_models_replies_not_the_script(tmp_path):
     last_prompt = turns.sort_values("exchange")["prompt"].iloc[-1]
     assert "Nice to meet you, Jisoo!" not in last_prompt  # the scripted reply never entered
     assert f"AI: {turns.sort_values('exchange')['reply'].iloc[0]}" in last_prompt
-    assert json.loads((outcome.path / "run.json").read_text())["mode"] == "live"
+    assert (
+        json.loads((outcome.path / "run.json").read_text())["config"]["protocol"]["mode"] == "live"
+    )
 
 
 def test_dry_run_calls_no_provider_and_prices_the_requested_models(tmp_path, capsys, monkeypatch):
@@ -111,7 +113,7 @@ def test_dry_run_calls_no_provider_and_prices_the_requested_models(tmp_path, cap
     assert int(total[1].replace(",", "")) == rows["total_tokens"].sum()
     assert abs(float(total[2]) - rows["est_cost_usd"].sum()) < 1e-4
     info = json.loads((out / "run.json").read_text())
-    assert info["dry_run"]["llm"] == "openai:gpt-4o"
+    assert info["config"]["run"]["dry_run"] and info["config"]["models"]["llm"] == "openai:gpt-4o"
     assert info["pricing"]["llm_model"] == "gpt-4o"
     assert info["models"]["llm"] == "offline"
     assert read_results(out).turns["memory_tokens"].sum() > 0

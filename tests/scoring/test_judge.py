@@ -14,6 +14,7 @@ import pytest
 
 from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
 from memory_lab.cli import main
+from memory_lab.log.formats import migrate_record
 from memory_lab.log.record_log import dump_record
 from memory_lab.log.records import without_timings
 from memory_lab.models.providers import provider_chat_model
@@ -160,17 +161,22 @@ def test_judge_reply_through_resolve_judge_unparseable(mock):
 
 
 def _judged_probes(memory: list[str], correct: list[bool], verdicts: list) -> pd.DataFrame:
-    """Probe rows as a run from before several prompts and runs records them (one verdict)."""
-    return pd.DataFrame(
+    """Probe rows of a run from before several prompts and runs (one verdict, no
+    judge_verdicts), read as the records' reader gives them: migrated (``log/formats.py``)."""
+    rows = [
         {
-            "memory": memory,
-            "category": ["single-hop"] * len(memory),
-            "correct": correct,
-            "judge_correct": verdicts,
-            "judge_input_tokens": [0] * len(memory),
-            "judge_output_tokens": [0] * len(memory),
+            "type": "probe",
+            "memory": m,
+            "category": "single-hop",
+            "correct": c,
+            "judge_correct": v,
+            "judge_raw": "CORRECT" if v else "WRONG" if v is False else "?",
+            "judge_input_tokens": 0,
+            "judge_output_tokens": 0,
         }
-    )
+        for m, c, v in zip(memory, correct, verdicts, strict=True)
+    ]
+    return pd.DataFrame([migrate_record(row, 1) for row in rows])
 
 
 def test_judge_metrics_rates():
