@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Union
 
+from memory_lab.scoring.answers import AnswerScores, answer_score_names
+
 
 @dataclass
 class _Record:
@@ -68,8 +70,10 @@ class TurnRecord(_Record):
 
 
 @dataclass
-class ProbeRecord(_Record):
-    """One probe: the reply, how it scored, and what the prompt held."""
+class ProbeRecord(_Record, AnswerScores):
+    """One probe: the reply, how it scored, and what the prompt held. The field's answer scores
+    (best over the accepted answers) are ``AnswerScores``' fields (``scoring/answers.py``),
+    after the rank scores among the columns, where they have always been."""
 
     kind: ClassVar[str] = "probe"
     NEEDED: ClassVar[tuple[str, ...]] = (
@@ -123,11 +127,6 @@ class ProbeRecord(_Record):
     session_ndcg_any_at_5: float | None = None
     session_recall_all_at_10: float | None = None
     session_ndcg_any_at_10: float | None = None
-    # the field's answer scores (memory_lab.scoring.answers): best over the accepted answers
-    f1_locomo: float | None = None
-    f1_mem0: float | None = None
-    bleu1: float | None = None
-    exact_match: float | None = None
     # --judge: the first grading prompt's majority verdict over its runs and its first raw
     # output; tokens summed over every judge call; cache hit: every call was one
     judge_correct: bool | None = None
@@ -138,6 +137,13 @@ class ProbeRecord(_Record):
     judge_calls: int | None = None  # grading prompts x --judge-runs
     judge_verdicts: list[dict[str, Any]] | None = None  # per (prompt, run): verdict, raw, usage
     probe_metadata: dict[str, Any] | None = None
+
+    @classmethod
+    def columns(cls) -> list[str]:
+        scores = answer_score_names()
+        own = [f.name for f in dataclasses.fields(cls) if f.name not in scores]
+        at = own.index("session_ndcg_any_at_10") + 1
+        return own[:at] + scores + own[at:]
 
 
 @dataclass

@@ -44,7 +44,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from memory_lab.dialogue.importers.beam import ABILITIES, VALUE_NUGGET
+from memory_lab.dialogue.importers.beam import (
+    ABILITIES,
+    ABILITY_KEY,
+    RUBRIC_KEY,
+    SCALE_KEY,
+    VALUE_NUGGET,
+)
 from memory_lab.errors import BadInput
 from memory_lab.models.accounting import Usage
 from memory_lab.scoring.judge import (
@@ -537,13 +543,13 @@ def score_probes(
     rows = []
     for _, p in probes.iterrows() if not probes.empty else ():
         meta = p.get("probe_metadata")
-        if not isinstance(meta, dict) or meta.get("beam_ability") not in ABILITIES:
+        if not isinstance(meta, dict) or meta.get(ABILITY_KEY) not in ABILITIES:
             continue
-        rubric = [str(r) for r in meta.get("rubric") or []]
+        rubric = [str(r) for r in meta.get(RUBRIC_KEY) or []]
         for protocol in protocols:
             before = grader.usage()
             q = score_question(
-                meta["beam_ability"],
+                meta[ABILITY_KEY],
                 p["question"],
                 rubric,
                 p["reply"] or "",
@@ -554,7 +560,7 @@ def score_probes(
             rows.append(
                 {
                     "memory": p["memory"],
-                    "scale": str(meta.get("beam_scale", "unknown")),
+                    "scale": str(meta.get(SCALE_KEY, "unknown")),
                     "conversation": p["dialogue"],
                     "ability": q.ability,
                     "probe": p["probe_id"],

@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 from langchain_core.language_models import BaseChatModel
 
+from memory_lab.dialogue.importers.locomo_plus import JUDGE_EVIDENCE_KEY
 from memory_lab.errors import BadInput
 from memory_lab.scoring.judge import (
     assigned_value,
@@ -244,10 +245,10 @@ def judge_records(
     for r in records:
         if r.get("type") != "probe" or r.get("category") != "cognitive":
             continue
-        evidence = (r.get("probe_metadata") or {}).get("judge_evidence")
+        evidence = (r.get("probe_metadata") or {}).get(JUDGE_EVIDENCE_KEY)
         if not isinstance(evidence, str):
             raise CognitiveJudgeError(
-                f"{r.get('dialogue')} {r.get('probe_id')}: probe_metadata.judge_evidence: "
+                f"{r.get('dialogue')} {r.get('probe_id')}: probe_metadata.{JUDGE_EVIDENCE_KEY}: "
                 "missing (import it with locomo-plus:)"
             )
         v = judge_cognitive(judge, prompt, evidence, r.get("reply", ""))

@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from memory_lab.dialogue.importers import import_source
+from memory_lab.dialogue.importers.longmemeval import QUESTION_ID_KEY
 from memory_lab.errors import BadInput, ConfigError
 from memory_lab.results.read import read_results
 
@@ -47,9 +48,9 @@ def export_longmemeval(results_dir: str | Path, out: str | Path, memory: str | N
     count = 0
     with open(out, "w", encoding="utf-8") as fh:
         for meta, reply in zip(rows["probe_metadata"], rows["reply"], strict=True):
-            if isinstance(meta, dict) and meta.get("question_id"):
+            if isinstance(meta, dict) and meta.get(QUESTION_ID_KEY):
                 fh.write(
-                    json.dumps({"question_id": meta["question_id"], "hypothesis": reply}) + "\n"
+                    json.dumps({QUESTION_ID_KEY: meta[QUESTION_ID_KEY], "hypothesis": reply}) + "\n"
                 )
                 count += 1
     if not count:

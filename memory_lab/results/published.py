@@ -13,6 +13,8 @@ from typing import Any
 
 import pandas as pd
 
+from memory_lab.dialogue.importers.locomo import CATEGORY_KEY
+
 PUBLISHED_FILE = "published_locomo.json"
 PUBLISHED_BEAM_FILE = "published_beam.json"
 
@@ -36,4 +38,4 @@ def is_locomo_run(probes: pd.DataFrame) -> bool:
     """True when the run's probes came from the LoCoMo importer (they keep its category id)."""
     if probes.empty or "probe_metadata" not in probes:
         return False
-    return any(isinstance(m, dict) and "locomo_category" in m for m in probes["probe_metadata"])
+    return any(isinstance(m, dict) and CATEGORY_KEY in m for m in probes["probe_metadata"])

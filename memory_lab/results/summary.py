@@ -10,10 +10,12 @@ import math
 import numpy as np
 import pandas as pd
 
+from memory_lab.dialogue.importers import benchmarks, locomo
 from memory_lab.dialogue.model import CATEGORIES, EVIDENCE_JUDGED
 from memory_lab.log.run_spec import Pricing
 from memory_lab.results.judge_metrics import judge_metrics
 from memory_lab.results.read import Results
+from memory_lab.scoring.answers import answer_score_names
 from memory_lab.scoring.ranks import RANK_SCORES
 from memory_lab.scoring.stats import wilson_interval
 
@@ -25,8 +27,7 @@ def _mean(values: pd.Series) -> float:
 
 def is_adversarial(row: pd.Series) -> bool:
     """A LoCoMo adversarial question (category 5): a trap about something never said."""
-    meta = row.get("probe_metadata")
-    return isinstance(meta, dict) and str(meta.get("locomo_category")) == "5"
+    return locomo.is_adversarial(row.get("probe_metadata"))
 
 
 def adversarial_apart(results: Results) -> bool:
@@ -64,7 +65,7 @@ def _rate(values: pd.Series) -> float:
 
 
 # The field's answer scores (memory_lab.scoring.answers), as probe record fields.
-FIELD_SCORES = ["f1_locomo", "f1_mem0", "bleu1", "exact_match"]
+FIELD_SCORES = answer_score_names()
 
 LATENCY_COLUMNS = [
     "search_seconds_p50",
@@ -318,7 +319,8 @@ def summarize_by_category(results: Results) -> pd.DataFrame:
     ]
     if probes.empty:
         return pd.DataFrame(columns=columns)
-    probes = probes.assign(source_category=probes.apply(_source_category, axis=1))
+    keys = [b.category_key for b in benchmarks().values() if b.category_key]
+    probes = probes.assign(source_category=probes.apply(_source_category, axis=1, keys=keys))
     rows = []
     for memory in results.memory_order():
         mine = probes[probes["memory"] == memory]
@@ -344,10 +346,12 @@ def summarize_by_category(results: Results) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def _source_category(row: pd.Series) -> str:
+def _source_category(row: pd.Series, keys: list[str]) -> str:
+    """The dataset's own category of a probe, as ``key=value`` of the first of the benchmarks'
+    ``category_key``s its metadata holds; "" for a probe of none."""
     meta = row.get("probe_metadata")
     if isinstance(meta, dict):
-        for key in ("locomo_category", "question_type", "beam_ability", "relation_type"):
+        for key in keys:
             if key in meta:
                 return f"{key}={meta[key]}"
     return ""

@@ -8,9 +8,11 @@ rank scores against what the memory recalled, and with a judge its grades.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from memory_lab.dialogue.importers.locomo import category_id
 from memory_lab.dialogue.model import EVIDENCE_JUDGED, Dialogue, Probe
 from memory_lab.log.records import ProbeRecord
 from memory_lab.memories.protocol import Exchange, Recall
@@ -84,9 +86,7 @@ def probe_record(
     context = recalled.context
     counted_prompt = count_tokens(prompt)
     score = score_probe(probe, reply, context)
-    field_scores = answer_scores(
-        reply, probe.answers, (probe.metadata or {}).get("locomo_category")
-    )
+    field_scores = answer_scores(reply, probe.answers, category_id(probe.metadata))
     recalled_ids = recalled.recall.turn_ids if recalled.recall is not None else ()
     evidence = {e: cell.turn_text[e] for e in probe.evidence if e in cell.turn_text}
     recall_share = (
@@ -132,10 +132,7 @@ def probe_record(
         evidence_recall=recall_share,
         recalled_turns=list(recalled_ids) if recalled_ids else None,
         **ranks,
-        f1_locomo=field_scores.f1_locomo,
-        f1_mem0=field_scores.f1_mem0,
-        bleu1=field_scores.bleu1,
-        exact_match=field_scores.exact_match,
+        **dataclasses.asdict(field_scores),
         probe_metadata=dict(probe.metadata) if probe.metadata else None,
     )
     if judge is not None and probe.category not in EVIDENCE_JUDGED:

@@ -43,6 +43,7 @@ its best. Probes with nothing to score against (abstention probes) get None thro
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import string
 from collections import Counter
@@ -52,6 +53,8 @@ from pathlib import Path
 from typing import Any
 
 import regex
+
+from memory_lab.dialogue.importers.locomo import ADVERSARIAL_CATEGORY
 
 # --------------------------------------------------------------------------- LoCoMo F1
 
@@ -90,7 +93,7 @@ def locomo_f1(reply: str, gold: str, category: int | None = None) -> float:
 
     ``category`` None (a probe that is not LoCoMo's) scores the whole texts, as 2 and 4 do.
     """
-    if category == 5:
+    if category == ADVERSARIAL_CATEGORY:
         low = reply.lower()
         return 1.0 if any(phrase in low for phrase in _ADVERSARIAL_PHRASES) else 0.0
     if category == 3:
@@ -197,12 +200,21 @@ def bleu1(reply: str, gold: str) -> float:
 # --------------------------------------------------------------------------- per probe
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True)
 class AnswerScores:
+    """A probe's answer scores, each a ``ProbeRecord`` field too (the record inherits them) and
+    declared in ``scoring/metrics.py`` for the summary, the report and the viewer: a new score
+    is a field here, its line in ``answer_scores`` and its declaration there."""
+
     f1_locomo: float | None = None
     f1_mem0: float | None = None
     bleu1: float | None = None
     exact_match: float | None = None
+
+
+def answer_score_names() -> list[str]:
+    """The answer scores' names (``AnswerScores``' fields), in order."""
+    return [f.name for f in dataclasses.fields(AnswerScores)]
 
 
 def answer_scores(
@@ -215,8 +227,8 @@ def answer_scores(
     no answers (abstention probes) give all None.
     """
     category = _category_id(locomo_category)
-    if category == 5:
-        return AnswerScores(f1_locomo=locomo_f1(reply, "", 5))
+    if category == ADVERSARIAL_CATEGORY:
+        return AnswerScores(f1_locomo=locomo_f1(reply, "", ADVERSARIAL_CATEGORY))
     golds = [str(a) for a in answers]
     if not golds:
         return AnswerScores()

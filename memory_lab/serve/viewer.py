@@ -40,7 +40,8 @@ from fastapi.responses import HTMLResponse
 from memory_lab.log.run_spec import RUN_FILE
 from memory_lab.results.compare import RunEntry, find_runs, plain
 from memory_lab.results.read import RECORDS_FILE, Results, read_results
-from memory_lab.scoring.metrics import compared
+from memory_lab.results.summary import FIELD_SCORES
+from memory_lab.scoring.metrics import compared, metric
 from memory_lab.serve.guard import RequestError
 from memory_lab.serve.http import HostCheck, add_error_handlers
 from memory_lab.views.headline import ranked_by
@@ -355,10 +356,7 @@ PROBE_FIELDS = [
     "correct",
     "context_hit",
     "evidence_recall",
-    "f1_locomo",
-    "f1_mem0",
-    "bleu1",
-    "exact_match",
+    *FIELD_SCORES,
     "prompt_tokens",
     "context_tokens",
     "abstained",
@@ -425,5 +423,6 @@ def probe_json(
         "after": first["after"],
         "evidence": [{"id": e, "text": (texts or {}).get(e)} for e in evidence],
         "texts_found": texts is not None,
+        "scores": [{"name": n, "label": metric(n).label} for n in FIELD_SCORES],  # as declared
         "memories": memories,
     }

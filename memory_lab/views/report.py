@@ -22,7 +22,8 @@ from memory_lab.results.pairs import paired_comparison
 from memory_lab.results.published import is_locomo_run, published_locomo
 from memory_lab.results.read import Results, read_results
 from memory_lab.results.standings import ranking_metric, run_facts
-from memory_lab.results.summary import summarize, summarize_by_category
+from memory_lab.results.summary import FIELD_SCORES, summarize, summarize_by_category
+from memory_lab.scoring.metrics import metric
 from memory_lab.views.charts import CHARTS, chart_style
 from memory_lab.views.headline import headline
 from memory_lab.views.numbers import EMPTY, is_missing, percent
@@ -196,10 +197,7 @@ def _metrics_section(summary: pd.DataFrame, by_category: pd.DataFrame, note: str
         [
             escape(r["memory"]),
             _judge_cell(r),
-            _num(r.get("f1_locomo")),
-            _num(r.get("f1_mem0")),
-            _num(r.get("bleu1")),
-            _num(r.get("exact_match")),
+            *(_num(r.get(name)) for name in FIELD_SCORES),
             _ms(r.get("search_seconds_p50")),
             _ms(r.get("search_seconds_p95")),
             _ms(r.get("total_seconds_p50")),
@@ -212,10 +210,7 @@ def _metrics_section(summary: pd.DataFrame, by_category: pd.DataFrame, note: str
     header = [
         "memory",
         "J",
-        "F1 LoCoMo",
-        "F1 mem0",
-        "BLEU-1",
-        "EM",
+        *(metric(name).label for name in FIELD_SCORES),
         "search p50 ms",
         "search p95 ms",
         "total p50 ms",
@@ -229,14 +224,13 @@ def _metrics_section(summary: pd.DataFrame, by_category: pd.DataFrame, note: str
             escape(str(r["category"])),
             escape(str(r["source_category"] or "")),
             str(r["probes"]),
-            _num(r["f1_locomo"]),
-            _num(r["f1_mem0"]),
-            _num(r["bleu1"]),
+            *(_num(r[name]) for name in FIELD_SCORES),
             percent(r["judge_accuracy"]),
         ]
         for r in by_category.to_dict("records")
     ]
-    cat_header = ["memory", "category", "source", "probes", "F1 LoCoMo", "F1 mem0", "BLEU-1", "J"]
+    scores = [metric(name).label for name in FIELD_SCORES]
+    cat_header = ["memory", "category", "source", "probes", *scores, "J"]
     return (
         '<h2 id="metrics">Field metrics</h2>'
         + (f"<p class=explain>{escape(note)}</p>" if note else "")

@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from memory_lab.dialogue.importers.common import (
+    MISSING_EVIDENCE_KEY,
+    REFERENCE_ANSWER_KEY,
     Benchmark,
     ImportReport,
     ImportResult,
@@ -84,6 +86,26 @@ _TYPE_FIELDS = (
 # matching (memory_lab.results.beam_scores), and a probe's accepted answer when it is its only item.
 VALUE_NUGGET = re.compile(r"^\s*LLM response should state:\s*(.+?)\s*$", re.IGNORECASE | re.DOTALL)
 QUESTIONS_FILE = Path("probing_questions") / "probing_questions.json"
+# A probe's metadata (``BENCHMARK.probe_keys``): readers import these names rather than spell the
+# keys again. BEAM's own fields keep their names (``difficulty``, ``rubric``, ``source_chat_ids``).
+ABILITY_KEY = "beam_ability"  # str: one of ABILITIES
+SCALE_KEY = "beam_scale"  # str: one of SCALES, "unknown" outside a scale folder
+INDEX_KEY = "beam_index"  # int: the question's place in its ability's list
+DIFFICULTY_KEY = "difficulty"  # str or None, as given
+RUBRIC_KEY = "rubric"  # [str]: the nuggets BEAM's judge grades
+TYPE_KEY = "type"  # str: the question's ``<ability>_type`` field (_TYPE_FIELDS), when it has one
+SOURCE_CHAT_IDS_KEY = "source_chat_ids"  # the evidence as given: ids, lists or an object of lists
+PROBE_KEYS = (
+    ABILITY_KEY,
+    SCALE_KEY,
+    INDEX_KEY,
+    DIFFICULTY_KEY,
+    RUBRIC_KEY,
+    REFERENCE_ANSWER_KEY,
+    TYPE_KEY,
+    SOURCE_CHAT_IDS_KEY,
+    MISSING_EVIDENCE_KEY,
+)
 _PLAN = re.compile(r"^plan-(\d+)$")
 
 
@@ -429,20 +451,20 @@ def _probe(
     evidence = [f"c{i}" for i in ids if f"c{i}" in texts]
     missing = [i for i in ids if f"c{i}" not in texts]
     metadata: dict[str, Any] = {
-        "beam_ability": ability,
-        "beam_scale": scale,
-        "beam_index": index,
-        "difficulty": item.get("difficulty"),
-        "rubric": rubric,
-        "reference_answer": reference,
+        ABILITY_KEY: ability,
+        SCALE_KEY: scale,
+        INDEX_KEY: index,
+        DIFFICULTY_KEY: item.get("difficulty"),
+        RUBRIC_KEY: rubric,
+        REFERENCE_ANSWER_KEY: reference,
     }
     kind = next((str(item[k]) for k in _TYPE_FIELDS if item.get(k) is not None), None)
     if kind is not None:
-        metadata["type"] = kind
+        metadata[TYPE_KEY] = kind
     if item.get("source_chat_ids") is not None:
-        metadata["source_chat_ids"] = item["source_chat_ids"]
+        metadata[SOURCE_CHAT_IDS_KEY] = item["source_chat_ids"]
     if missing:
-        metadata["missing_evidence"] = missing
+        metadata[MISSING_EVIDENCE_KEY] = missing
         report.evidence_missing += len(missing)
         report.skip(f"{name} {where} source_chat_ids", f"names no message: {missing}")
     probe: dict[str, Any] = {
@@ -544,4 +566,6 @@ BENCHMARK = Benchmark(
     categories=dict(CATEGORIES),
     scorer="memory-lab beam-scores",
     published="published_beam.json",
+    probe_keys=PROBE_KEYS,
+    category_key=ABILITY_KEY,
 )

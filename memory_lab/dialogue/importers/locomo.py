@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_lab.dialogue.importers.common import (
+    MISSING_EVIDENCE_KEY,
     Benchmark,
     ImportReport,
     ImportResult,
@@ -30,15 +31,41 @@ from memory_lab.dialogue.importers.common import (
 from memory_lab.text.limits import ZIP_ERRORS, InputError, ReadBudget
 from memory_lab.text.normalize import contains_answer
 
+# LoCoMo's adversarial questions: a trap about something never said, asked as abstention, and
+# scored and summarised apart (``is_adversarial``).
+ADVERSARIAL_CATEGORY = 5
 # Category ids as in the LoCoMo paper; "swapped" is the reading some later papers use, where
 # the released ids 1 and 4 are exchanged.
 CATEGORY_MAPS = {
-    "paper": {1: "multi-hop", 2: "temporal", 3: "inference", 4: "single-hop", 5: "abstention"},
-    "swapped": {1: "single-hop", 2: "temporal", 3: "inference", 4: "multi-hop", 5: "abstention"},
+    "paper": {
+        **{1: "multi-hop", 2: "temporal", 3: "inference", 4: "single-hop"},
+        ADVERSARIAL_CATEGORY: "abstention",
+    },
+    "swapped": {
+        **{1: "single-hop", 2: "temporal", 3: "inference", 4: "multi-hop"},
+        ADVERSARIAL_CATEGORY: "abstention",
+    },
 }
+# A probe's metadata (``BENCHMARK.probe_keys``): readers import these names and the functions
+# below rather than spell the keys again.
+CATEGORY_KEY = "locomo_category"  # int: the raw category id, whichever reading mapped it
+WRONG_ANSWERS_KEY = "wrong_answers"  # [str]: an adversarial question's trap answer
+ANSWER_IN_QUESTION_KEY = "answer_in_question"  # True: a choice question ("... A or B?")
+PROBE_KEYS = (CATEGORY_KEY, MISSING_EVIDENCE_KEY, WRONG_ANSWERS_KEY, ANSWER_IN_QUESTION_KEY)
 _SESSION = re.compile(r"^session_(\d+)$")
 _DIA_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)", re.IGNORECASE)
 _CHOICE = re.compile(r"\bor\b", re.IGNORECASE)
+
+
+def category_id(metadata: Any) -> Any:
+    """The raw LoCoMo category id a probe's metadata keeps; None for a probe not LoCoMo's."""
+    return metadata.get(CATEGORY_KEY) if isinstance(metadata, dict) else None
+
+
+def is_adversarial(metadata: Any) -> bool:
+    """Whether a probe's metadata is a LoCoMo adversarial question's (the id as a number or a
+    string)."""
+    return str(category_id(metadata)) == str(ADVERSARIAL_CATEGORY)
 
 
 @dataclass
@@ -282,18 +309,18 @@ def _probe(
         "id": f"q{q_index + 1}",
         "question": item["question"],
         "category": mapping[category],
-        "metadata": {"locomo_category": category},
+        "metadata": {CATEGORY_KEY: category},
     }
     keys, unreadable = _evidence(item.get("evidence"), report)
     evidence = [by_key[k] for k in keys if k in by_key]
     missing = [k for k in keys if k not in by_key] + unreadable
     if missing:
-        probe["metadata"]["missing_evidence"] = missing
+        probe["metadata"][MISSING_EVIDENCE_KEY] = missing
         report.skip(f"{where} evidence", f"names no turn: {', '.join(missing)}")
-    if category == 5:
+    if category == ADVERSARIAL_CATEGORY:
         wrong = item.get("adversarial_answer", item.get("answer"))
         if wrong is not None:
-            probe["metadata"]["wrong_answers"] = [str(wrong)]
+            probe["metadata"][WRONG_ANSWERS_KEY] = [str(wrong)]
         return probe
     answer = item.get("answer")
     if answer is not None and not scalar(answer):
@@ -310,11 +337,11 @@ def _probe(
         if not _CHOICE.search(item["question"]):
             report.skip(where, f"answer {answer!r} appears in its own question")
             return None
-        probe["metadata"]["answer_in_question"] = True
+        probe["metadata"][ANSWER_IN_QUESTION_KEY] = True
         report.choice_questions += 1
     evidence_text = "\n".join(texts[e] for e in evidence)
     if (
-        probe["metadata"].get("answer_in_question")
+        probe["metadata"].get(ANSWER_IN_QUESTION_KEY)
         or not evidence
         or not contains_answer(evidence_text, answer)
     ):
@@ -353,4 +380,6 @@ BENCHMARK = Benchmark(
     docs="docs/importers.md",
     categories={str(k): v for k, v in CATEGORY_MAPS["paper"].items()},
     published="published_locomo.json",
+    probe_keys=PROBE_KEYS,
+    category_key=CATEGORY_KEY,
 )

@@ -38,6 +38,22 @@ from memory_lab.text.limits import ReadBudget
 
 PLUS_FILE = "data/locomo_plus.json"  # in a Locomo-Plus checkout
 LOCOMO_NAME = "locomo10.json"  # looked for beside locomo_plus.json unless #locomo= names it
+# A probe's metadata (``BENCHMARK.probe_keys``): readers import these names rather than spell the
+# keys again.
+RELATION_TYPE_KEY = "relation_type"  # str: the sample's relation type, "" when it has none
+TIME_GAP_KEY = "time_gap"  # str: the cue's distance before the trigger, as given
+GAP_DAYS_KEY = "gap_days"  # int: that gap in days, as the reference reads it
+CUE_DATE_KEY = "cue_date"  # str: the cue session's date
+QUERY_DATE_KEY = "query_date"  # str: the trigger's date
+JUDGE_EVIDENCE_KEY = "judge_evidence"  # str: the cue with speaker names, what the judge is shown
+PROBE_KEYS = (
+    RELATION_TYPE_KEY,
+    TIME_GAP_KEY,
+    GAP_DAYS_KEY,
+    CUE_DATE_KEY,
+    QUERY_DATE_KEY,
+    JUDGE_EVIDENCE_KEY,
+)
 DEFAULT_SEED = 0
 HOST_CHOICES = ("random", "cycle")
 QUERY_DAYS = 7  # the trigger comes a week after the host's last session (build_conv.py)
@@ -266,12 +282,12 @@ def _stitch(
         "category": "cognitive",
         "evidence": [t["id"] for t in cue],
         "metadata": {
-            "relation_type": str(item.get("relation_type", "")),
-            "time_gap": item["time_gap"],
-            "gap_days": days,
-            "cue_date": cue_session["date"],
-            "query_date": locomo_date(query_time),
-            "judge_evidence": evidence_text,
+            RELATION_TYPE_KEY: str(item.get("relation_type", "")),
+            TIME_GAP_KEY: item["time_gap"],
+            GAP_DAYS_KEY: days,
+            CUE_DATE_KEY: cue_session["date"],
+            QUERY_DATE_KEY: locomo_date(query_time),
+            JUDGE_EVIDENCE_KEY: evidence_text,
         },
     }
     report.dialogues += 1
@@ -335,4 +351,6 @@ BENCHMARK = Benchmark(
     docs="docs/locomo-plus.md",
     categories={"cognitive": "cognitive"},
     scorer="memory-lab judge-cognitive",
+    probe_keys=PROBE_KEYS,
+    category_key=RELATION_TYPE_KEY,
 )

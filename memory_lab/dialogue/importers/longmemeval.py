@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_lab.dialogue.importers.common import (
+    REFERENCE_ANSWER_KEY,
     Benchmark,
     ImportReport,
     ImportResult,
@@ -33,6 +34,21 @@ QUESTION_TYPES = {
     "knowledge-update": "update",
 }
 _REQUIRED = ("question_id", "question_type", "question", "haystack_sessions")
+# A probe's metadata (``BENCHMARK.probe_keys``), LongMemEval's own fields under their own names:
+# readers import these names rather than spell the keys again.
+QUESTION_ID_KEY = "question_id"  # str: what its own judge matches hypotheses by
+QUESTION_TYPE_KEY = "question_type"  # str: one of QUESTION_TYPES
+QUESTION_DATE_KEY = "question_date"  # str or None, as given
+ANSWER_SESSIONS_KEY = "answer_session_ids"  # list, as given
+HAYSTACK_SESSIONS_KEY = "haystack_session_ids"  # list, as given, when the record has one
+PROBE_KEYS = (
+    QUESTION_ID_KEY,
+    QUESTION_TYPE_KEY,
+    QUESTION_DATE_KEY,
+    ANSWER_SESSIONS_KEY,
+    HAYSTACK_SESSIONS_KEY,
+    REFERENCE_ANSWER_KEY,
+)
 
 
 def _convert(name: str, index: int, item: Any, report: ImportReport) -> dict[str, Any] | None:
@@ -53,18 +69,18 @@ def _convert(name: str, index: int, item: Any, report: ImportReport) -> dict[str
         "question": item["question"],
         "category": "abstention" if abstention else QUESTION_TYPES[qtype],
         "metadata": {
-            "question_id": qid,
-            "question_type": qtype,
-            "question_date": item.get("question_date"),
-            "answer_session_ids": item.get("answer_session_ids", []),
+            QUESTION_ID_KEY: qid,
+            QUESTION_TYPE_KEY: qtype,
+            QUESTION_DATE_KEY: item.get("question_date"),
+            ANSWER_SESSIONS_KEY: item.get("answer_session_ids", []),
         },
     }
     session_ids = item.get("haystack_session_ids") or []
     if session_ids:
-        probe["metadata"]["haystack_session_ids"] = session_ids
+        probe["metadata"][HAYSTACK_SESSIONS_KEY] = session_ids
     answer = "" if answer is None else str(answer).strip()
     if abstention:
-        probe["metadata"]["reference_answer"] = answer
+        probe["metadata"][REFERENCE_ANSWER_KEY] = answer
     else:
         if not answer:
             report.skip(qid, "no answer")
@@ -186,4 +202,6 @@ BENCHMARK = Benchmark(
     docs="docs/importers.md",
     categories={**QUESTION_TYPES, "(question id ending _abs)": "abstention"},
     scorer="memory-lab export longmemeval (hypotheses for LongMemEval's own judge)",
+    probe_keys=PROBE_KEYS,
+    category_key=QUESTION_TYPE_KEY,
 )
