@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from memory_lab import load_dialogues, read_results, summarize  # noqa: E402
 from memory_lab.models.tokens import count_tokens  # noqa: E402
+from memory_lab.results.read import Results  # noqa: E402
 
 MEMORIES = ["buffer", "window", "summary", "summary_buffer", "vector", "hybrid", "rag"]
 # a memory within this many points of the best evidence recall counts as "as good", and the
@@ -114,10 +115,14 @@ def history(spec: str) -> tuple[int, float, float, int]:
 
 
 def rows(folder: Path) -> list[Row]:
-    results = read_results(folder, prompts="dropped")
-    summary = summarize(results)
+    return rows_of(read_results(folder, prompts="dropped"))
+
+
+def rows_of(results: Results) -> list[Row]:
+    """Each memory's figures over ``results``, in summary order: evidence recall, and prompt
+    tokens, maintenance tokens and the memory's own seconds per exchange."""
     found = []
-    for _, s in summary.iterrows():
+    for _, s in summarize(results).iterrows():
         turns = results.turns[results.turns["memory"] == s["memory"]]
         n = max(len(turns), 1)
         found.append(
