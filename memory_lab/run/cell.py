@@ -44,7 +44,13 @@ from memory_lab.run.bridge import FixedContext, PromptMemory, quiet_classic_depr
 from memory_lab.run.context import RunModels
 from memory_lab.run.exchanges import exchanges, session_ends
 from memory_lab.run.pool import in_threads
-from memory_lab.run.probe_record import Answered, CellFacts, ProbeContext, probe_record
+from memory_lab.run.probe_record import (
+    Answered,
+    CellCounts,
+    CellFacts,
+    ProbeContext,
+    probe_record,
+)
 
 Emit = Callable[[dict[str, Any]], None]
 EMBEDDINGS_ROLE = "embeddings"  # usage rows of a composite memory's part that embeds text
@@ -121,6 +127,7 @@ class Cell:
         factory = spec.factory
         self.roles = ("memory", *(r for r in factory.roles if r != "memory"))
         self.role_meters = {role: Meter() for role in self.roles}
+        self.counts = CellCounts()  # its prompts' and contexts' tokens, counted as they grow
         self.embedding_meter = Meter()
         # a composite memory's parts: label -> (their role meters, their embedding meter)
         self.part_meters: dict[str, tuple[dict[str, Meter], Meter]] = {}
@@ -336,9 +343,9 @@ class Cell:
                 ex = Exchange(**{**ex.__dict__, "assistant": reply})
             else:
                 turn = self.prompt_for(ex.user, ex)
-                record.prompt_tokens = count_tokens(turn.text)
+                record.prompt_tokens = self.counts.prompts.count(turn.text)
                 record.completion_tokens = count_tokens(ex.assistant)
-            record.context_tokens = count_tokens(turn.context)
+            record.context_tokens = self.counts.contexts.count(turn.context)
             record.truncated = turn.truncated
             record.context_cut_tokens = turn.cut_tokens
             record.recall_seconds = turn.recall_seconds
@@ -407,7 +414,9 @@ class Cell:
         by ``probe_record`` and timed here, recall included."""
         started = time.perf_counter()
         answered = answerer.answer(recalled.context, probe.question)
-        record = probe_record(probe, ex, self.facts, recalled, answered, answerer.judge)
+        record = probe_record(
+            probe, ex, self.facts, recalled, answered, answerer.judge, counts=self.counts
+        )
         record.seconds = recalled.seconds + time.perf_counter() - started
         return record
 

@@ -9,7 +9,7 @@ rank scores against what the memory recalled, and with a judge its grades.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memory_lab.dialogue.importers.locomo import category_id
@@ -18,7 +18,7 @@ from memory_lab.log.records import ProbeRecord
 from memory_lab.memories.protocol import Exchange, Recall
 from memory_lab.memories.registry import MemorySpec
 from memory_lab.models.accounting import Usage
-from memory_lab.models.tokens import count_tokens
+from memory_lab.models.tokens import TextTokens, count_tokens
 from memory_lab.scoring.answers import answer_scores
 from memory_lab.scoring.probes import evidence_recall, score_probe
 from memory_lab.scoring.ranks import rank_scores
@@ -57,6 +57,17 @@ class ProbeContext:
     cut_tokens: int = 0  # memory text the context limit dropped (``PromptMemory.cut_tokens``)
 
 
+@dataclass
+class CellCounts:
+    """``count_tokens`` of one cell's prompts and contexts, in order: each counted by what it
+    changed since the one before (``TextTokens``), with the same counts. A replay's prompts grow
+    with the memory's text, and counting each whole cost a BEAM-100K ``buffer`` cell about 0.5 s
+    of its replay. One per cell (``TextTokens`` is not thread-safe)."""
+
+    prompts: TextTokens = field(default_factory=TextTokens)
+    contexts: TextTokens = field(default_factory=TextTokens)
+
+
 @dataclass(frozen=True)
 class Answered:
     """A reader's answer to one prompt: the reply, the exact prompt the model saw, the model's
@@ -75,16 +86,19 @@ def probe_record(
     recalled: ProbeContext,
     answered: Answered,
     judge: Any = None,
+    counts: CellCounts | None = None,
 ) -> ProbeRecord:
     """The record of ``probe`` asked after ``ex``, its reply scored (and graded by ``judge``
     when there is one and the probe's category is not judged by its evidence alone).
 
-    ``seconds`` is left 0: the caller, who times the whole asking, sets it.
+    ``seconds`` is left 0: the caller, who times the whole asking, sets it. ``counts``: the
+    cell's token counters (a fresh one when not given).
     """
+    counts = counts or CellCounts()
     reply, prompt, answer_usage = answered.reply, answered.prompt, answered.usage
     memory_usage = recalled.usage
     context = recalled.context
-    counted_prompt = count_tokens(prompt)
+    counted_prompt = counts.prompts.count(prompt)
     score = score_probe(probe, reply, context)
     field_scores = answer_scores(reply, probe.answers, category_id(probe.metadata))
     recalled_ids = recalled.recall.turn_ids if recalled.recall is not None else ()
@@ -119,7 +133,7 @@ def probe_record(
         prompt_tokens_counted=counted_prompt,
         usage_source="provider" if answer_usage.input_tokens else "tokenizer",
         cache_hit=answer_usage.cache_hits > 0,
-        context_tokens=count_tokens(context),
+        context_tokens=counts.contexts.count(context),
         truncated=recalled.truncated,
         context_cut_tokens=recalled.cut_tokens,
         memory_tokens=memory_usage.total,
