@@ -67,7 +67,7 @@ class RunConfig:
     tokens a prompt may hold (the oldest memory text is cut), None for no limit, or
     ``MODEL_WINDOW`` (the default) for the answering model's window (``window``); a run
     records the number it resolved to. ``device``: where the bundled embedding models run,
-    ``cpu`` or ``cuda`` (onnxruntime's CUDA provider; run.json records it when not ``cpu``).
+    ``cpu`` or ``cuda`` (onnxruntime's CUDA provider).
     """
 
     llm: str = _in("models", OFFLINE)
