@@ -126,6 +126,7 @@ class Measured:
     peak_rss: int
     processes: int  # most processes seen at once
     load: tuple[float, float]
+    exit_code: int = 0
 
 
 def tree_pids(root: int) -> list[int]:
@@ -160,8 +161,9 @@ def tree_pss(root: int) -> tuple[int, int]:
     return total, count
 
 
-def measure(command: list[str], env: dict[str, str]) -> Measured:
-    """Run ``command`` to its end, sampling its process tree's PSS and RSS."""
+def measure(command: list[str], env: dict[str, str], check: bool = True) -> Measured:
+    """Run ``command`` to its end, sampling its process tree's PSS and RSS; with ``check``, a
+    run that exits non-zero (a failed cell: ``EXIT_CELL_FAILED``) stops the script."""
     load_before = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
@@ -184,7 +186,7 @@ def measure(command: list[str], env: dict[str, str]) -> Measured:
     done.set()
     sampler.join()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if code != 0:
+    if code != 0 and check:
         raise SystemExit(f"memory-lab run failed (exit {code}): {' '.join(command)}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return Measured(
@@ -194,6 +196,7 @@ def measure(command: list[str], env: dict[str, str]) -> Measured:
         peak["rss"],
         peak["processes"],
         (load_before, os.getloadavg()[0]),
+        code,
     )
 
 

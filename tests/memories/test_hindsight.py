@@ -311,3 +311,33 @@ def test_an_unknown_hindsight_schema_fails_naming_it():
     )
     with pytest.raises(HindsightRuleError, match="no rule for Hindsight's response schema 'Refl"):
         OfflineMemoryModel().invoke([("system", prompt), ("human", "Go.")])
+
+
+def _dedup_prompt(new: str, existing: str) -> str:
+    """Hindsight's dedup call as its OpenAI-compatible provider sends it: one user message,
+    the schema first (``_DEDUP_PROMPT`` of its consolidator, abridged)."""
+    from memory_lab.models.offline_rules.hindsight import SCHEMA_MARK
+
+    schema = {"title": "_DedupDecision", "type": "object", "properties": {}}
+    return (
+        f"\n\n{SCHEMA_MARK}\n{json.dumps(schema, indent=2)}\n\n"
+        "You reconcile long-term memory observations. A NEW observation is about to be "
+        "stored, and it is highly similar to an EXISTING one:\n\n"
+        f"[NEW] {new}\n[EXISTING] {existing}\n\n"
+        "Respond with ONLY one valid JSON object matching one of these shapes:\n\n"
+        'For duplicate facts:\n{"action": "merge", "text": "...", "reason": "..."}'
+    )
+
+
+def test_a_new_observation_restating_one_held_is_merged_and_a_changed_detail_kept():
+    from memory_lab.models.offline_memory import OfflineMemoryModel
+
+    def decide(new: str, existing: str) -> dict:
+        reply = OfflineMemoryModel().invoke([("human", _dedup_prompt(new, existing))])
+        return json.loads(reply.content)
+
+    same = decide("My favourite cafe is Blue Door.", "my favourite cafe is Blue Door")
+    assert same["action"] == "merge"
+    assert same["text"] == "My favourite cafe is Blue Door."  # the longer wording kept
+    changed = decide("My favourite cafe is Red Lamp.", "My favourite cafe is Blue Door.")
+    assert changed == {"action": "keep", "text": "", "reason": "they differ in a detail"}

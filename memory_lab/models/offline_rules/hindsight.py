@@ -16,6 +16,11 @@ schema; its title says which step asks. Each is answered from the prompt, by rul
   60% of the smaller's, the rule the other scripts share), its text becoming the fact's, and
   otherwise creates an observation of its own; a fact restating one created earlier in the
   batch joins it. Nothing is deleted.
+- ``_DedupDecision`` (consolidation's 1-by-1 check of a new observation against the nearest
+  existing one, ``[NEW]`` and ``[EXISTING]``; Hindsight asks it once its bank holds an
+  observation above its similarity threshold): ``merge`` when the two assert the same fact
+  wording aside (the same content words), the longer text kept; otherwise ``keep``, as its
+  prompt asks for any differing detail.
 
 A schema this script has no rule for fails with an error naming it.
 """
@@ -33,6 +38,7 @@ from memory_lab.models.offline_base import chat_result
 from memory_lab.models.offline_rules.base import Request, RuleScript, RuleSettings
 from memory_lab.models.offline_rules.facts import stored_key
 from memory_lab.models.offline_rules.graphiti import fact_sentences, topic
+from memory_lab.text.analysis import content_words
 
 SCHEMA_MARK = "You must respond with valid JSON matching this schema:"
 _NEW_FACT = re.compile(r"^\[([0-9a-fA-F-]{36})\]\s*(.*)$")
@@ -140,10 +146,23 @@ def consolidated(prompt: str, settings: RuleSettings) -> dict[str, Any]:
     return {"creates": creates, "updates": list(updates.values()), "deletes": []}
 
 
+def dedup_decision(prompt: str, settings: RuleSettings) -> dict[str, Any]:
+    new = section(prompt, "[NEW] ", ("\n[EXISTING] ",)).strip()
+    existing = section(prompt, "[EXISTING] ", ("\n\nRespond with ONLY",)).strip()
+    if new and existing and content_words(new) == content_words(existing):
+        return {
+            "action": "merge",
+            "text": max((existing, new), key=len),
+            "reason": "the two assert the same fact, wording aside",
+        }
+    return {"action": "keep", "text": "", "reason": "they differ in a detail"}
+
+
 RULES = {
     "FactExtractionResponse": extracted_facts,
     "_ConstrainedConsolidationBatchResponse": consolidated,
     "_ConsolidationBatchResponse": consolidated,
+    "_DedupDecision": dedup_decision,
 }
 
 

@@ -1,0 +1,397 @@
+"""The field's graph and LLM memories through BEAM as the history grows: 100K, 500K, 1M tokens.
+
+Runs ``memory-lab run`` (offline, ``--jobs 2``, ``--no-prompts``, a cache of its own in the
+output folder) once per scale over BEAM's conversations through the memories (issue 46):
+by default the 20 conversations of 100K, conversation 1 of 500K and conversation 10 of 1M,
+through ``graphiti hindsight cognee mem0 langmem vector``. Each scale is a results folder
+``OUT/<scale>``; a folder with a ``run.json`` is resumed (``--resume``: finished cells kept,
+failed and unfinished ones redone), so the sweep can be stopped and started again and a report
+(``--report-only``) written from whatever has finished. Each invocation's process tree is
+sampled twice a second (``beam_scale.measure``) and its wall time, CPU time and peak PSS summed
+over the processes are appended to ``OUT/<scale>/graph-scale.json``.
+
+Then it prints, per scale and memory (cells that did not finish are named, not counted):
+
+- evidence recall (the share of each answerable probe's evidence turns the context carried);
+- maintenance tokens per exchange (the memory's own LLM prompts and replies, and its embedded
+  tokens: what ``memory_tokens`` meters) and the memory's own seconds per exchange (its turns
+  and reads, as ``which_memory.py`` computes them);
+- what those metered tokens would cost at gpt-4o-mini's list prices (LLM tokens) and
+  text-embedding-3-small's (embedded tokens), from ``memory_lab/data/prices.json``, per 1,000
+  exchanges;
+
+and, over all scales together, **growth**: each exchange's seconds and maintenance tokens by the
+history before it (tokens of the exchanges replayed so far), in doubling bands (12.5K-25K,
+25K-50K, ... 800K-1.6M), the ratio between successive bands, and the ratio per doubling that a
+least-squares line through the bands' means on log-log axes gives. Flat is a ratio near 1;
+a memory whose every exchange rereads the whole history would approach 2.
+
+Seconds vary with the machine's load; tokens and recall do not. A full sweep takes many hours
+on 2 cores (the LLM memories' maintenance is millions of tokens per 100K conversation).
+
+    python benchmarks/graph_scale.py --beam BEAM/chats --out results/graph-scale
+    python benchmarks/graph_scale.py --beam BEAM/chats --scales 1M:10 --memory graphiti vector
+    python benchmarks/graph_scale.py --beam BEAM/chats --report-only --markdown
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.beam_scale import Measured, measure, source_spec, table  # noqa: E402
+from benchmarks.which_memory import rows_of  # noqa: E402
+
+MEMORIES = ["graphiti", "hindsight", "cognee", "mem0", "langmem", "vector"]
+SCALES = ["100K:1-20", "500K:1", "1M:10"]
+FIRST_BAND = 12_500  # tokens of history where the first doubling band starts
+LLM_PRICE, EMBEDDING_PRICE = "gpt-4o-mini", "text-embedding-3-small"
+LOG = "graph-scale.json"
+
+
+# ------------------------------------------------------------------------------ pure helpers
+def parse_scale(text: str) -> tuple[str, str]:
+    """``1M:10`` -> (``1M``, ``10``); the scale folder and the conversations of it."""
+    scale, sep, which = text.partition(":")
+    if not sep or not scale or not which:
+        raise argparse.ArgumentTypeError(f"{text!r}: give SCALE:CONVERSATIONS, e.g. 1M:10")
+    return scale, which
+
+
+def band_of(history: int, first: int = FIRST_BAND) -> int:
+    """The doubling band of a history length: 0 for [12.5K, 25K), 1 for [25K, 50K), ...;
+    -1 below 12.5K (too short to say anything about growth)."""
+    if history < first:
+        return -1
+    return int(math.floor(math.log2(history / first)))
+
+
+def band_label(band: int, first: int = FIRST_BAND) -> str:
+    low, high = first * 2**band, first * 2 ** (band + 1)
+
+    def k(x: float) -> str:
+        return f"{x / 1e6:g}M" if x >= 1e6 else f"{x / 1e3:g}K" if x >= 1e3 else f"{x:g}"
+
+    return f"{k(low)}-{k(high)}"
+
+
+def per_doubling(means: dict[int, float]) -> float:
+    """The ratio per doubling of history of a least-squares line through ``log2(mean)`` over
+    the bands (consecutive bands are one doubling apart); NaN with fewer than two positive
+    means."""
+    points = [(b, math.log2(m)) for b, m in sorted(means.items()) if m > 0]
+    if len(points) < 2:
+        return math.nan
+    xs, ys = zip(*points, strict=True)
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in points) / sxx
+    return float(2**slope)
+
+
+def history_before(texts_per_exchange: Iterable[int]) -> list[int]:
+    """The history's tokens before each exchange, from each exchange's own tokens."""
+    seen, found = 0, []
+    for tokens in texts_per_exchange:
+        found.append(seen)
+        seen += tokens
+    return found
+
+
+def cost_per_thousand(llm_in: float, llm_out: float, embedded: float, exchanges: int) -> float:
+    """US dollars per 1,000 exchanges of metered tokens at gpt-4o-mini's and
+    text-embedding-3-small's list prices."""
+    from memory_lab.models.accounting import load_prices
+
+    prices = load_prices()
+    llm, emb = prices[LLM_PRICE], prices[EMBEDDING_PRICE]
+    usd = (
+        llm_in * llm.input_per_mtok
+        + llm_out * (llm.output_per_mtok or 0.0)
+        + embedded * emb.input_per_mtok
+    ) / 1e6
+    return usd * 1000 / max(exchanges, 1)
+
+
+# ----------------------------------------------------------------------------------- the runs
+def command_of(folder: Path, source: str, memories: list[str], jobs: int) -> list[str]:
+    command = [sys.executable, "-m", "memory_lab.cli", "run", "--quiet", "--jobs", str(jobs)]
+    if (folder / "run.json").is_file():
+        return command + ["--resume", str(folder)]
+    command += ["--no-prompts", "--dialogues", source, "--memory", *memories]
+    return command + ["--out", str(folder), "--cache-dir", str(folder.parent / "cache")]
+
+
+def record(folder: Path, run: Measured, resumed: bool) -> None:
+    """Append one invocation's measurements to ``folder/graph-scale.json``."""
+    path = folder / LOG
+    runs = json.loads(path.read_text()) if path.is_file() else []
+    runs.append(
+        {
+            "resumed": resumed,
+            "exit_code": run.exit_code,
+            "wall_s": round(run.wall, 1),
+            "cpu_s": round(run.cpu, 1),
+            "peak_pss_mib": round(run.peak_pss / 2**20),
+            "peak_rss_mib": round(run.peak_rss / 2**20),
+            "processes": run.processes,
+            "load": [round(x, 2) for x in run.load],
+        }
+    )
+    path.write_text(json.dumps(runs, indent=1) + "\n")
+
+
+def sweep(args: argparse.Namespace) -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    for scale, which in args.scales:
+        folder = args.out / scale
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        resumed = (folder / "run.json").is_file()
+        command = command_of(folder, source_spec(args.beam, scale, which), args.memory, args.jobs)
+        print(f"{scale}: memory-lab {' '.join(command[3:])}", file=sys.stderr, flush=True)
+        run = measure(command, env, check=False)
+        record(folder, run, resumed)
+        if run.exit_code:  # 1: a cell failed (named in the report); else the run itself did
+            print(f"{scale}: memory-lab exited {run.exit_code}", file=sys.stderr, flush=True)
+
+
+# -------------------------------------------------------------------------------- the figures
+@dataclass(frozen=True)
+class ScaleRow:
+    memory: str
+    cells: str  # "ok/all"
+    evidence_recall: float
+    maintenance_tokens: float  # per exchange
+    seconds: float  # per exchange
+    cost: float  # USD per 1,000 exchanges
+
+
+METERED = ("memory_input_tokens", "memory_output_tokens", "embedding_tokens")
+
+
+def _total(frames: tuple, column: str) -> float:
+    """``column`` summed over the frames that have it (a missing figure counts 0)."""
+    return float(sum(f[column].fillna(0).sum() for f in frames if column in f.columns))
+
+
+def scale_rows(folder: Path) -> list[ScaleRow]:
+    """Each memory's figures over its finished cells in one scale's folder."""
+    from memory_lab import read_results
+
+    results = read_results(folder, prompts="dropped")
+    cells = results.cells
+    ok = cells[cells["status"] == "ok"]
+    done = set(zip(ok["memory"], ok["dialogue"], strict=True))
+
+    def finished(frame):
+        if "memory" not in frame.columns:
+            return frame
+        keys = zip(frame["memory"], frame["dialogue"], strict=True)
+        return frame.loc[[k in done for k in keys]] if len(frame) else frame
+
+    import dataclasses
+
+    kept = dataclasses.replace(
+        results,
+        turns=finished(results.turns),
+        probes=finished(results.probes),
+        cells=ok,
+        usage=finished(results.usage),
+    )
+    figures = {r.memory: r for r in rows_of(kept)} if len(ok) else {}
+    found = []
+    for memory in results.memory_order():
+        mine = cells[cells["memory"] == memory]
+        turns = kept.turns[kept.turns["memory"] == memory]
+        probes = kept.probes[kept.probes["memory"] == memory]
+        r = figures.get(memory)
+
+        found.append(
+            ScaleRow(
+                memory,
+                f"{int((mine['status'] == 'ok').sum())}/{len(mine)}",
+                r.evidence_recall if r else math.nan,
+                r.maintenance_tokens if r else math.nan,
+                r.seconds if r else math.nan,
+                cost_per_thousand(
+                    *(_total((turns, probes), c) for c in METERED),
+                    len(turns),
+                )
+                if len(turns)
+                else math.nan,
+            )
+        )
+    return found
+
+
+def exchange_history(folder: Path) -> dict[tuple[str, int], int]:
+    """(dialogue, exchange) -> the history's tokens before that exchange, for the dialogues
+    the run in ``folder`` recorded (from their recorded sources)."""
+    from memory_lab import load_dialogues
+    from memory_lab.models.tokens import count_tokens
+    from memory_lab.run.exchanges import exchanges
+
+    recorded = json.loads((folder / "run.json").read_text())
+    ids = {d["id"] for d in recorded["dialogues"]}
+    found: dict[tuple[str, int], int] = {}
+    for spec in dict.fromkeys(d["source"] for d in recorded["dialogues"]):
+        for dialogue in load_dialogues(spec):
+            if dialogue.id not in ids:
+                continue
+            seen = [count_tokens(e.user) + count_tokens(e.assistant) for e in exchanges(dialogue)]
+            for i, before in enumerate(history_before(seen)):
+                found[(dialogue.id, i)] = before
+    return found
+
+
+def growth(
+    folders: list[Path], first: int = FIRST_BAND
+) -> dict[str, dict[int, tuple[int, float, float]]]:
+    """memory -> band -> (exchanges, mean seconds, mean maintenance tokens) over every
+    finished cell of ``folders``."""
+    from memory_lab import read_results
+
+    bands: dict[str, dict[int, list[tuple[float, float]]]] = {}
+    for folder in folders:
+        results = read_results(folder, prompts="dropped")
+        ok = results.cells[results.cells["status"] == "ok"]
+        done = set(zip(ok["memory"], ok["dialogue"], strict=True))
+        history = exchange_history(folder)
+        for t in results.turns.itertuples():
+            if (t.memory, t.dialogue) not in done:
+                continue
+            band = band_of(history.get((t.dialogue, int(t.exchange)), 0), first)
+            if band >= 0:
+                seconds, tokens = float(t.seconds or 0.0), float(t.memory_tokens or 0.0)
+                bands.setdefault(t.memory, {}).setdefault(band, []).append((seconds, tokens))
+    return {
+        memory: {
+            b: (len(v), sum(s for s, _ in v) / len(v), sum(t for _, t in v) / len(v))
+            for b, v in sorted(found.items())
+        }
+        for memory, found in bands.items()
+    }
+
+
+def _pct(x: float) -> str:
+    return "-" if math.isnan(x) else f"{100 * x:.1f}"
+
+
+def _num(x: float, digits: int = 0) -> str:
+    return "-" if math.isnan(x) else f"{x:,.{digits}f}"
+
+
+def scale_table(rows: list[ScaleRow], markdown: bool) -> str:
+    head = [
+        "memory",
+        "cells ok",
+        "evidence recall (%)",
+        "maintenance tokens / exchange",
+        "own s / exchange",
+        "USD / 1,000 exchanges (gpt-4o-mini)",
+    ]
+    body = [
+        [
+            r.memory,
+            r.cells,
+            _pct(r.evidence_recall),
+            _num(r.maintenance_tokens),
+            _num(r.seconds, 3),
+            _num(r.cost, 2),
+        ]
+        for r in rows
+    ]
+    return table(head, body, markdown)
+
+
+def growth_tables(
+    found: dict[str, dict[int, tuple[int, float, float]]], markdown: bool, first: int = FIRST_BAND
+) -> str:
+    out = []
+    for title, at in (("own seconds / exchange", 1), ("maintenance tokens / exchange", 2)):
+        bands = sorted({b for per in found.values() for b in per})
+        body = []
+        for memory, per in found.items():
+            means = {b: v[at] for b, v in per.items()}
+            cells = []
+            for b in bands:
+                if b not in per:
+                    cells.append("-")
+                    continue
+                value = f"{per[b][at]:,.3f}" if at == 1 else f"{per[b][at]:,.0f}"
+                before = per.get(b - 1)
+                if before and before[at] > 0:
+                    value += f" (×{per[b][at] / before[at]:.2f})"
+                cells.append(value)
+            body.append([memory, *cells, _num(per_doubling(means), 2)])
+        head = ["memory", *(band_label(b, first) for b in bands), "× per doubling (fit)"]
+        out.append(f"{title}, by the history before the exchange\n\n{table(head, body, markdown)}")
+    exchanges = {
+        m: {band_label(b, first): v[0] for b, v in per.items()} for m, per in found.items()
+    }
+    out.append("exchanges per band: " + json.dumps(exchanges))
+    return "\n\n".join(out)
+
+
+def report(args: argparse.Namespace) -> str:
+    parts, folders = [], []
+    for scale, which in args.scales:
+        folder = args.out / scale
+        if not (folder / "run.json").is_file():
+            parts.append(f"## {scale} ({which}): not run")
+            continue
+        folders.append(folder)
+        log = folder / LOG
+        runs = json.loads(log.read_text()) if log.is_file() else []
+        measured = (
+            f"{len(runs)} invocation(s), wall {sum(r['wall_s'] for r in runs):,.0f} s, "
+            f"CPU {sum(r['cpu_s'] for r in runs):,.0f} s, peak PSS summed over the processes "
+            f"{max(r['peak_pss_mib'] for r in runs):,} MiB"
+            if runs
+            else "no measurements recorded"
+        )
+        rows = scale_rows(folder)
+        parts.append(f"## {scale} ({which})\n\n{measured}\n\n{scale_table(rows, args.markdown)}")
+    if folders:
+        parts.append("## growth\n\n" + growth_tables(growth(folders), args.markdown))
+    return "\n\n".join(parts)
+
+
+# ----------------------------------------------------------------------------------------- main
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--beam", required=True, help="BEAM's chats/ folder")
+    parser.add_argument(
+        "--scales",
+        nargs="+",
+        type=parse_scale,
+        default=[parse_scale(s) for s in SCALES],
+        help=f"SCALE:CONVERSATIONS ... (default {' '.join(SCALES)})",
+    )
+    parser.add_argument("--memory", nargs="+", default=MEMORIES, help="memory specs")
+    parser.add_argument("--jobs", type=int, default=2, help="cells in N processes (default 2)")
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "graph-scale")
+    parser.add_argument("--report-only", action="store_true", help="report finished runs only")
+    parser.add_argument("--markdown", action="store_true", help="tables as markdown")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    if not args.report_only:
+        sweep(args)
+    print(report(args))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
