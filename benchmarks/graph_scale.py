@@ -253,33 +253,57 @@ def exchange_history(folder: Path) -> dict[tuple[str, int], int]:
     return found
 
 
+def turn_records(folder: Path) -> tuple[list[dict], dict[tuple[str, str], str]]:
+    """Every turn record of ``folder``, its cells finished or not, and (memory, dialogue) ->
+    how each cell that did not finish ended: the records of failed cells (``records.jsonl``
+    keeps them) and of the part files of cells still running or that a run that died left
+    behind (``parts/*.partial``; a resume deletes them), so a system that fails at some length
+    still shows how its cost grew up to there."""
+    from memory_lab.results.read import read_records
+
+    turns, ended = [], {}
+    records = read_records(folder, prompts="dropped")
+    for r in records:
+        if r.get("type") == "turn":
+            turns.append(r)
+        elif r.get("type") == "cell" and r.get("status") != "ok":
+            ended[(r["memory"], r["dialogue"])] = f"failed: {str(r.get('error'))[:80]}"
+    for part in sorted((folder / "parts").glob("*.partial")):
+        with part.open(encoding="utf-8") as fh:
+            found = [json.loads(line) for line in fh if line.strip().endswith("}")]
+        found = [r for r in found if r.get("type") == "turn"]
+        if found:
+            turns.extend(found)
+            key = (found[-1]["memory"], found[-1]["dialogue"])
+            last = found[-1]["exchange"]
+            ended[key] = f"unfinished (a part file of a run still going or one that died) at {last}"
+    return turns, ended
+
+
 def growth(
     folders: list[Path], first: int = FIRST_BAND
-) -> dict[str, dict[int, tuple[int, float, float]]]:
-    """memory -> band -> (exchanges, mean seconds, mean maintenance tokens) over every
-    finished cell of ``folders``."""
-    from memory_lab import read_results
-
+) -> tuple[dict[str, dict[int, tuple[int, float, float]]], dict[tuple[str, str], str]]:
+    """memory -> band -> (exchanges, mean seconds, mean maintenance tokens) over every turn
+    recorded in ``folders``; and the cells that did not finish, with how they ended."""
     bands: dict[str, dict[int, list[tuple[float, float]]]] = {}
+    unfinished: dict[tuple[str, str], str] = {}
     for folder in folders:
-        results = read_results(folder, prompts="dropped")
-        ok = results.cells[results.cells["status"] == "ok"]
-        done = set(zip(ok["memory"], ok["dialogue"], strict=True))
         history = exchange_history(folder)
-        for t in results.turns.itertuples():
-            if (t.memory, t.dialogue) not in done:
-                continue
-            band = band_of(history.get((t.dialogue, int(t.exchange)), 0), first)
+        turns, ended = turn_records(folder)
+        unfinished.update(ended)
+        for t in turns:
+            band = band_of(history.get((t["dialogue"], int(t["exchange"])), 0), first)
             if band >= 0:
-                seconds, tokens = float(t.seconds or 0.0), float(t.memory_tokens or 0.0)
-                bands.setdefault(t.memory, {}).setdefault(band, []).append((seconds, tokens))
-    return {
+                seconds, tokens = float(t.get("seconds") or 0.0), float(t.get("memory_tokens") or 0)
+                bands.setdefault(t["memory"], {}).setdefault(band, []).append((seconds, tokens))
+    means = {
         memory: {
             b: (len(v), sum(s for s, _ in v) / len(v), sum(t for _, t in v) / len(v))
             for b, v in sorted(found.items())
         }
         for memory, found in bands.items()
     }
+    return means, unfinished
 
 
 def _pct(x: float) -> str:
@@ -314,8 +338,11 @@ def scale_table(rows: list[ScaleRow], markdown: bool) -> str:
 
 
 def growth_tables(
-    found: dict[str, dict[int, tuple[int, float, float]]], markdown: bool, first: int = FIRST_BAND
+    measured: tuple[dict[str, dict[int, tuple[int, float, float]]], dict[tuple[str, str], str]],
+    markdown: bool,
+    first: int = FIRST_BAND,
 ) -> str:
+    found, unfinished = measured
     out = []
     for title, at in (("own seconds / exchange", 1), ("maintenance tokens / exchange", 2)):
         bands = sorted({b for per in found.values() for b in per})
@@ -339,6 +366,11 @@ def growth_tables(
         m: {band_label(b, first): v[0] for b, v in per.items()} for m, per in found.items()
     }
     out.append("exchanges per band: " + json.dumps(exchanges))
+    if unfinished:
+        out.append(
+            "cells that did not finish, counted up to their last recorded exchange:\n"
+            + "\n".join(f"- {m} on {d}: {how}" for (m, d), how in sorted(unfinished.items()))
+        )
     return "\n\n".join(out)
 
 
@@ -361,6 +393,9 @@ def report(args: argparse.Namespace) -> str:
         )
         rows = scale_rows(folder)
         parts.append(f"## {scale} ({which})\n\n{measured}\n\n{scale_table(rows, args.markdown)}")
+    for folder in args.also:
+        folders.append(folder)
+        parts.append(f"## {folder}\n\n{scale_table(scale_rows(folder), args.markdown)}")
     if folders:
         parts.append("## growth\n\n" + growth_tables(growth(folders), args.markdown))
     return "\n\n".join(parts)
@@ -381,6 +416,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=2, help="cells in N processes (default 2)")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "graph-scale")
     parser.add_argument("--report-only", action="store_true", help="report finished runs only")
+    parser.add_argument(
+        "--also",
+        nargs="+",
+        type=Path,
+        default=[],
+        help="more results folders to report and count in the growth table (e.g. a memory's "
+        "own run of a scale)",
+    )
     parser.add_argument("--markdown", action="store_true", help="tables as markdown")
     return parser.parse_args(argv)
 

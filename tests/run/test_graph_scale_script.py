@@ -76,12 +76,42 @@ def test_tables_over_a_small_run(small_run):  # noqa: F811 - the fixture
     assert rows["buffer"].maintenance_tokens == 0 and rows["buffer"].cost == 0
     assert rows["summary"].maintenance_tokens > 0 and rows["summary"].cost > 0
     # bands of 10 tokens: the small dialogues' exchanges spread over several doublings
-    found = graph_scale.growth([folder], first=10)
+    found, unfinished = graph_scale.growth([folder], first=10)
+    assert unfinished == {}
     assert set(found) == set(small_run.memory_order())
     turns = small_run.turns
     for memory, per in found.items():
         counted = sum(n for n, _, _ in per.values())
         assert 0 < counted <= int((turns["memory"] == memory).sum())
     assert all(tokens == 0 for _, _, tokens in found["buffer"].values())
-    text = graph_scale.growth_tables(found, markdown=True, first=10)
+    text = graph_scale.growth_tables((found, unfinished), markdown=True, first=10)
     assert "× per doubling (fit)" in text and "| buffer |" in text
+
+
+def test_growth_counts_the_turns_of_a_cell_a_dead_run_left_unfinished(small_run, tmp_path):  # noqa: F811
+    import json
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(small_run.path, folder)
+    whole, _ = graph_scale.growth([folder], first=10)
+    turns = [
+        json.loads(line)
+        for line in (folder / "records.jsonl").read_text().splitlines()
+        if '"type": "turn"' in line and '"memory": "buffer"' in line
+    ]
+    dialogue = turns[0]["dialogue"]
+    left = [t for t in turns if t["dialogue"] == dialogue][:3]
+    part = folder / "parts" / "cell-00099.dead.partial"
+    part.parent.mkdir(exist_ok=True)
+    part.write_text("".join(json.dumps(t) + "\n" for t in left) + '{"type": "tu')  # cut short
+    found, unfinished = graph_scale.growth([folder], first=10)
+    counted = {m: sum(n for n, _, _ in per.values()) for m, per in found.items()}
+    before = {m: sum(n for n, _, _ in per.values()) for m, per in whole.items()}
+    assert before["buffer"] < counted["buffer"] <= before["buffer"] + 3
+    assert unfinished == {
+        ("buffer", dialogue): "unfinished (a part file of a run still going or one that died) "
+        f"at {left[-1]['exchange']}"
+    }
+    text = graph_scale.growth_tables((found, unfinished), markdown=False, first=10)
+    assert "cells that did not finish" in text and f"buffer on {dialogue}" in text
