@@ -477,6 +477,12 @@ def graphiti(
     with warnings.catch_warnings():  # Graphiti deprecates Kuzu (upstream is unmaintained)
         warnings.simplefilter("ignore", DeprecationWarning)
         driver = KuzuDriver(db=str(folder / "graph.kuzu"))
+    # One thread per Kuzu query (its default is every core): with Kuzu's parallel execution a
+    # BEAM-1M replay spun forever in a full-text query at exchange 510 (in the frontier of
+    # Kuzu's query_fts_index) in one run and segfaulted at exchange 808 in another. Results
+    # are the same; a cell is one of --jobs processes, so the cores are in use anyway.
+    for connection in driver.client.connections:
+        connection.set_max_threads_for_exec(1)
     # One database per cell, named for its group: Graphiti then keeps to this driver (it
     # clones a driver for any other group id, and its Kuzu driver names no database)
     driver._database = group

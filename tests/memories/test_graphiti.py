@@ -166,3 +166,22 @@ def test_the_kuzu_folder_is_inside_the_cell(coffee, tmp_path, run_models):
     assert len(folders) == 1 and (folders[0] / "graph.kuzu").exists()
     cell.close()
     assert not folders[0].exists()
+
+
+def test_each_kuzu_query_runs_on_one_thread(nurse, run_models, monkeypatch):
+    """Kuzu's parallel execution spun forever in a full-text query, and segfaulted, on a
+    BEAM-1M replay: the memory's connections run each query on one thread."""
+    import kuzu
+
+    limits: list[int] = []
+    original = kuzu.Connection.set_max_threads_for_exec
+
+    def record(self, num_threads):
+        limits.append(num_threads)
+        return original(self, num_threads)
+
+    monkeypatch.setattr(kuzu.Connection, "set_max_threads_for_exec", record)
+    cell = replayed("graphiti", nurse, run_models, upto=0)
+    connections = cell.memory.graphiti.driver.client.connections
+    assert len(connections) >= 1 and limits[-len(connections) :] == [1] * len(connections)
+    cell.close()
