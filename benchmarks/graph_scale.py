@@ -170,6 +170,7 @@ class ScaleRow:
     memory: str
     cells: str  # "ok/all"
     evidence_recall: float
+    prompt_tokens: float  # per exchange
     maintenance_tokens: float  # per exchange
     seconds: float  # per exchange
     cost: float  # USD per 1,000 exchanges
@@ -213,20 +214,21 @@ def scale_rows(folder: Path) -> list[ScaleRow]:
         mine = cells[cells["memory"] == memory]
         turns = kept.turns[kept.turns["memory"] == memory]
         probes = kept.probes[kept.probes["memory"] == memory]
-        r = figures.get(memory)
+        r = figures.get(memory) if (mine["status"] == "ok").any() else None
 
         found.append(
             ScaleRow(
                 memory,
                 f"{int((mine['status'] == 'ok').sum())}/{len(mine)}",
                 r.evidence_recall if r else math.nan,
+                r.prompt_tokens if r else math.nan,
                 r.maintenance_tokens if r else math.nan,
                 r.seconds if r else math.nan,
                 cost_per_thousand(
                     *(_total((turns, probes), c) for c in METERED),
                     len(turns),
                 )
-                if len(turns)
+                if len(turns) and r
                 else math.nan,
             )
         )
@@ -319,6 +321,7 @@ def scale_table(rows: list[ScaleRow], markdown: bool) -> str:
         "memory",
         "cells ok",
         "evidence recall (%)",
+        "prompt tokens / exchange",
         "maintenance tokens / exchange",
         "own s / exchange",
         "USD / 1,000 exchanges (gpt-4o-mini)",
@@ -328,6 +331,7 @@ def scale_table(rows: list[ScaleRow], markdown: bool) -> str:
             r.memory,
             r.cells,
             _pct(r.evidence_recall),
+            _num(r.prompt_tokens),
             _num(r.maintenance_tokens),
             _num(r.seconds, 3),
             _num(r.cost, 2),

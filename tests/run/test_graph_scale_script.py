@@ -73,6 +73,7 @@ def test_tables_over_a_small_run(small_run):  # noqa: F811 - the fixture
     assert set(rows) == set(small_run.memory_order())
     assert all(r.cells == "2/2" for r in rows.values())  # two dialogues each
     assert rows["buffer"].evidence_recall == pytest.approx(1.0)
+    assert all(r.prompt_tokens > 0 for r in rows.values())
     assert rows["buffer"].maintenance_tokens == 0 and rows["buffer"].cost == 0
     assert rows["summary"].maintenance_tokens > 0 and rows["summary"].cost > 0
     # bands of 10 tokens: the small dialogues' exchanges spread over several doublings
