@@ -246,6 +246,11 @@ def page(measured: list[tuple[Source, tuple[int, float, float], list[Row]]], com
         "  the same on any machine.",
         "- The summaries of `summary` and `summary_buffer` are the offline summariser's, a",
         "  stand-in: with a real memory LLM (`--memory-llm`) they keep other facts.",
+        "- The field's graph and LLM memories (`graphiti`, `hindsight`, `cognee`, `mem0`,",
+        "  `langmem`) are not in these runs: each spends thousands of its model's tokens on every",
+        "  exchange, hours at BEAM's lengths. Their figures from 100K to 1M tokens are on the",
+        "  memories page ([at BEAM's scale](memories/index.md#at-beams-scale)), from",
+        "  `benchmarks/graph_scale.py`.",
     ]
     return "\n".join(lines) + "\n"
 
