@@ -479,8 +479,9 @@ def graphiti(
         driver = KuzuDriver(db=str(folder / "graph.kuzu"))
     # One thread per Kuzu query (its default is every core): with Kuzu's parallel execution a
     # BEAM-1M replay spun forever in a full-text query at exchange 510 (in the frontier of
-    # Kuzu's query_fts_index) in one run and segfaulted at exchange 808 in another. Results
-    # are the same; a cell is one of --jobs processes, so the cores are in use anyway.
+    # Kuzu's query_fts_index) in one run and segfaulted at exchange 808 in another. The
+    # records match but for one context in 808 (a tie); a cell is one of --jobs processes, so
+    # the cores are in use anyway.
     for connection in driver.client.connections:
         connection.set_max_threads_for_exec(1)
     # One database per cell, named for its group: Graphiti then keeps to this driver (it
