@@ -42,13 +42,13 @@ import math
 import os
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.beam_scale import Measured, measure, source_spec, table  # noqa: E402
+from benchmarks.beam_scale import Measured, _pct, measure, source_spec, table  # noqa: E402
 from benchmarks.which_memory import rows_of  # noqa: E402
 
 MEMORIES = ["graphiti", "hindsight", "cognee", "mem0", "langmem", "vector"]
@@ -199,9 +199,7 @@ def scale_rows(folder: Path) -> list[ScaleRow]:
         keys = zip(frame["memory"], frame["dialogue"], strict=True)
         return frame.loc[[k in done for k in keys]] if len(frame) else frame
 
-    import dataclasses
-
-    kept = dataclasses.replace(
+    kept = replace(
         results,
         turns=finished(results.turns),
         probes=finished(results.probes),
@@ -306,10 +304,6 @@ def growth(
         for memory, found in bands.items()
     }
     return means, unfinished
-
-
-def _pct(x: float) -> str:
-    return "-" if math.isnan(x) else f"{100 * x:.1f}"
 
 
 def _num(x: float, digits: int = 0) -> str:
