@@ -21,9 +21,11 @@ each request with ``{"done": ...}`` or ``{"failed": "...traceback"}``. Anything 
 prints goes to stderr (the memory's log file), never into the protocol.
 
 Reproducible: ids Hindsight draws with ``uuid4`` and ids PostgreSQL mints with
-``gen_random_uuid()`` come from counters of the bank's, so reruns send the same prompts. The
-replay's clock, not the wall clock, is "now" where Hindsight's retrieval reads it (see
-``ReplayClock``).
+``gen_random_uuid()`` come from counters of the bank's; the model calls are answered on the
+event loop's thread, in the one order the loop runs Hindsight's concurrent tasks (see
+``_models``); Hindsight's own log of model calls (written on a timer) is off. So reruns send the
+same prompts. The replay's clock, not the wall clock, is "now" where Hindsight's retrieval
+reads it (see ``ReplayClock``).
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ HINDSIGHT_ENV = {
     "HINDSIGHT_API_EMBEDDINGS_PROVIDER": "openai",
     "HINDSIGHT_API_RERANKER_PROVIDER": "rrf",
     "HINDSIGHT_API_OTEL_TRACES_ENABLED": "false",
+    # its own record of every model call, written to PostgreSQL in batches on a timer: off (the
+    # run meters the calls; the timer's writes would draw ids in an order that varies)
+    "HINDSIGHT_API_LLM_TRACE_ENABLED": "false",
     "HF_HUB_OFFLINE": "1",
 }
 
@@ -206,7 +211,16 @@ class ReplayClock:
 
 
 def _models(channel: Channel, dimension: int) -> tuple[Any, Any]:
-    """Hindsight's LLM (a class) and embeddings, answered by the memory over ``channel``."""
+    """Hindsight's LLM (a class) and embeddings, answered by the memory over ``channel``.
+
+    Each call is answered on the event loop's thread, which waits for the answer, never in a
+    thread of its own: Hindsight extracts a long exchange's chunks as concurrent tasks and
+    batches their embeddings as they come, so calls answered in threads finish in the order the
+    threads happen to take the channel, and the chunks' facts reach the database, the id
+    counters and the embedding batches in an order that varies from run to run (one BEAM
+    conversation's evidence recall moved between 58.5% and 72.4% over seven runs). Answered
+    in place, the loop runs the tasks in one order, and a rerun sends the same calls.
+    """
     return _llm_class(channel), _embeddings(channel, dimension)
 
 
@@ -257,9 +271,8 @@ def _llm_class(channel: Channel) -> Any:
                 elif sent:
                     sent[0]["content"] = note + "\n\n" + str(sent[0]["content"])
                 sent = _ensure_json_word_in_user_message(sent)
-            reply = await asyncio.to_thread(
-                channel.call, "llm", messages=sent, json=structured, scope=scope
-            )
+            # Answered on the event loop's thread, which waits: see ``_models``
+            reply = channel.call("llm", messages=sent, json=structured, scope=scope)
             text, usage = (
                 reply["text"],
                 TokenUsage(
@@ -309,12 +322,12 @@ def _embeddings(channel: Channel, dimension: int) -> Any:
         async def encode_documents(self, texts: list[str]) -> list[list[float]]:
             if not texts:
                 return []
-            return await asyncio.to_thread(channel.call, "embed_documents", texts=list(texts))
+            return channel.call("embed_documents", texts=list(texts))
 
         async def encode_query(self, texts: list[str]) -> list[list[float]]:
             if not texts:
                 return []
-            return await asyncio.to_thread(channel.call, "embed_query", texts=list(texts))
+            return channel.call("embed_query", texts=list(texts))
 
     return RunEmbeddings()
 

@@ -302,6 +302,63 @@ def test_hindsights_prompts_reach_the_provider_metered_and_a_rerun_is_cached(
     assert list(runs.rerun_turns["memory_llm_calls"]) == list(turns["memory_llm_calls"])
 
 
+CONCURRENT_CALLS = """
+import asyncio, importlib.util, random, sys, threading, time
+spec = importlib.util.spec_from_file_location("worker", sys.argv[1])
+worker = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(worker)
+
+class Channel:  # answers after a random wait, as a model or an embedding does
+    def __init__(self):
+        self.seen = []
+    def call(self, kind, **payload):
+        time.sleep(random.random() / 100)
+        text = payload["messages"][0]["content"] if kind == "llm" else payload["texts"][0]
+        self.seen.append((text, threading.get_ident()))
+        if kind == "llm":
+            return {"text": "ok", "input_tokens": 1, "output_tokens": 1}
+        return [[0.5] * 4 for _ in payload["texts"]]
+
+async def tasks(channel):
+    llm = worker._llm_class(channel)("openai", "k", "", "m")
+    embeddings = worker._embeddings(channel, 4)
+    async def one(i):  # as Hindsight's chunk tasks: created in order, run concurrently
+        await asyncio.sleep(0)
+        if i % 3 == 0:
+            await embeddings.encode_documents([f"task {i}"])
+        else:
+            await llm.call([{"role": "user", "content": f"task {i}"}])
+    await asyncio.gather(*(one(i) for i in range(12)))
+
+for attempt in range(5):
+    channel = Channel()
+    asyncio.run(tasks(channel))
+    print([text for text, _ in channel.seen] == [f"task {i}" for i in range(12)],
+          {ident for _, ident in channel.seen} == {threading.main_thread().ident})
+print(worker.HINDSIGHT_ENV.get("HINDSIGHT_API_LLM_TRACE_ENABLED"))
+"""
+
+
+def test_hindsights_concurrent_calls_are_answered_in_the_order_its_tasks_run(tmp_path):
+    # Hindsight extracts a long exchange's chunks as concurrent tasks. Answered in threads of
+    # their own, the calls finished in whichever order the threads took the channel, so the
+    # facts reached the id counters and the embedding batches in an order that varied, and a
+    # rerun sent other prompts (one BEAM conversation's evidence recall moved by 14 points)
+    import subprocess
+
+    from memory_lab.memories import hindsight_worker
+
+    script = tmp_path / "concurrent_calls.py"
+    script.write_text(CONCURRENT_CALLS)
+    done = subprocess.run(
+        [str(default_python()), str(script), hindsight_worker.__file__],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    # in task order, on the event loop's thread, every time, whatever each answer's wait
+    assert done.stdout.split("\n")[:6] == ["True True"] * 5 + ["false"]  # and no timed log
+
+
 def test_an_unknown_hindsight_schema_fails_naming_it():
     from memory_lab.models.offline_memory import OfflineMemoryModel
     from memory_lab.models.offline_rules.hindsight import SCHEMA_MARK, HindsightRuleError
