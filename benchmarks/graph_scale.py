@@ -12,7 +12,9 @@ over the processes are appended to ``OUT/<scale>/graph-scale.json``.
 
 Then it prints, per scale and memory (cells that did not finish are named, not counted):
 
-- evidence recall (the share of each answerable probe's evidence turns the context carried);
+- evidence recall (the share of each answerable probe's evidence turns the context carried),
+  and where a scale has several conversations, the lowest and highest of the conversations'
+  own figures;
 - maintenance tokens per exchange (the memory's own LLM prompts and replies, and its embedded
   tokens: what ``memory_tokens`` meters) and the memory's own seconds per exchange (its turns
   and reads, as ``which_memory.py`` computes them);
@@ -174,6 +176,8 @@ class ScaleRow:
     maintenance_tokens: float  # per exchange
     seconds: float  # per exchange
     cost: float  # USD per 1,000 exchanges
+    recall_low: float = math.nan  # the lowest of its conversations' evidence recalls
+    recall_high: float = math.nan  # and the highest (nan with fewer than two conversations)
 
 
 METERED = ("memory_input_tokens", "memory_output_tokens", "embedding_tokens")
@@ -182,6 +186,33 @@ METERED = ("memory_input_tokens", "memory_output_tokens", "embedding_tokens")
 def _total(frames: tuple, column: str) -> float:
     """``column`` summed over the frames that have it (a missing figure counts 0)."""
     return float(sum(f[column].fillna(0).sum() for f in frames if column in f.columns))
+
+
+def by_conversation(results, dialogue: str):
+    """``results`` narrowed to one dialogue (every frame that names dialogues)."""
+
+    def one(frame):
+        return frame[frame["dialogue"] == dialogue] if "dialogue" in frame.columns else frame
+
+    return replace(
+        results,
+        turns=one(results.turns),
+        probes=one(results.probes),
+        cells=one(results.cells),
+        usage=one(results.usage),
+    )
+
+
+def recall_range(results) -> dict[str, tuple[float, float]]:
+    """Each memory's lowest and highest evidence recall over the conversations it finished,
+    each computed as the summary computes the whole (``rows_of``); only where it finished two
+    or more: how far one conversation's figure can stray from the pooled one."""
+    per: dict[str, list[float]] = {}
+    for dialogue in results.cells["dialogue"].unique():
+        for row in rows_of(by_conversation(results, dialogue)):
+            if not math.isnan(row.evidence_recall):
+                per.setdefault(row.memory, []).append(row.evidence_recall)
+    return {m: (min(v), max(v)) for m, v in per.items() if len(v) > 1}
 
 
 def scale_rows(folder: Path) -> list[ScaleRow]:
@@ -207,6 +238,7 @@ def scale_rows(folder: Path) -> list[ScaleRow]:
         usage=finished(results.usage),
     )
     figures = {r.memory: r for r in rows_of(kept)} if len(ok) else {}
+    spread = recall_range(kept) if len(ok) else {}
     found = []
     for memory in results.memory_order():
         mine = cells[cells["memory"] == memory]
@@ -228,6 +260,7 @@ def scale_rows(folder: Path) -> list[ScaleRow]:
                 )
                 if len(turns) and r
                 else math.nan,
+                *spread.get(memory, (math.nan, math.nan)),
             )
         )
     return found
@@ -315,6 +348,7 @@ def scale_table(rows: list[ScaleRow], markdown: bool) -> str:
         "memory",
         "cells ok",
         "evidence recall (%)",
+        "lowest-highest conversation (%)",
         "prompt tokens / exchange",
         "maintenance tokens / exchange",
         "own s / exchange",
@@ -325,6 +359,7 @@ def scale_table(rows: list[ScaleRow], markdown: bool) -> str:
             r.memory,
             r.cells,
             _pct(r.evidence_recall),
+            "-" if math.isnan(r.recall_low) else f"{_pct(r.recall_low)}-{_pct(r.recall_high)}",
             _num(r.prompt_tokens),
             _num(r.maintenance_tokens),
             _num(r.seconds, 3),

@@ -76,6 +76,15 @@ def test_tables_over_a_small_run(small_run):  # noqa: F811 - the fixture
     assert all(r.prompt_tokens > 0 for r in rows.values())
     assert rows["buffer"].maintenance_tokens == 0 and rows["buffer"].cost == 0
     assert rows["summary"].maintenance_tokens > 0 and rows["summary"].cost > 0
+    # each conversation's recall on its own: the pooled figure lies between the extremes
+    assert rows["buffer"].recall_low == rows["buffer"].recall_high == pytest.approx(1.0)
+    for r in rows.values():
+        assert r.recall_low - 1e-9 <= r.evidence_recall <= r.recall_high + 1e-9
+    one = small_run.cells["dialogue"].iloc[0]
+    narrowed = graph_scale.by_conversation(small_run, one)
+    assert set(narrowed.turns["dialogue"]) == {one} and set(narrowed.probes["dialogue"]) == {one}
+    assert graph_scale.recall_range(narrowed) == {}  # one conversation: no range
+    assert "lowest-highest conversation (%)" in graph_scale.scale_table(list(rows.values()), True)
     # bands of 10 tokens: the small dialogues' exchanges spread over several doublings
     found, unfinished = graph_scale.growth([folder], first=10)
     assert unfinished == {}
