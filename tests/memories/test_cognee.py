@@ -74,6 +74,68 @@ def test_the_rule_script_answers_cognees_schemas_from_the_chunk():
     assert schema_title(_prompt("SummarizedContent", chunk)[0][1]) == "SummarizedContent"
 
 
+CONCURRENT_CALLS = """
+import asyncio, importlib.util, random, sys, threading, time
+spec = importlib.util.spec_from_file_location("worker", sys.argv[1])
+worker = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(worker)
+import os, tempfile
+from pathlib import Path
+os.environ.update(worker.cognee_env(Path(tempfile.mkdtemp()), 4))  # before Cognee is imported
+
+class Channel:  # answers after a random wait, as a model or an embedding does
+    def __init__(self):
+        self.seen = []
+    def call(self, kind, **payload):
+        time.sleep(random.random() / 100)
+        text = payload["messages"][1]["content"] if kind == "llm" else payload["texts"][0]
+        self.seen.append((text, threading.get_ident()))
+        if kind == "llm":
+            return {"text": "ok"}
+        return [[0.5] * 4 for _ in payload["texts"]]
+
+async def tasks(channel):
+    llm = worker.run_llm(channel)
+    embeddings = worker.run_embeddings(channel, 4, [False])
+    async def one(i):  # as Cognee's tasks: created in order, run concurrently
+        await asyncio.sleep(0)
+        if i % 3 == 0:
+            await embeddings.embed_text([f"task {i}"])
+        else:
+            await llm.acreate_structured_output(f"task {i}", "Summarize.", str)
+    await asyncio.gather(*(one(i) for i in range(12)))
+
+for attempt in range(5):
+    channel = Channel()
+    asyncio.run(tasks(channel))
+    print([text for text, _ in channel.seen] == [f"task {i}" for i in range(12)],
+          {ident for _, ident in channel.seen} == {threading.main_thread().ident})
+"""
+
+
+def test_cognees_concurrent_calls_are_answered_in_the_order_its_tasks_run(tmp_path):
+    # Cognee extracts a cognify's chunks and summaries as concurrent tasks. Answered in threads
+    # of their own, the calls finished in whichever order the threads took the channel, and
+    # the graph and vectors were written in an order that varied from run to run
+    import os
+    import subprocess
+
+    from memory_lab.memories import cognee_worker
+
+    script = tmp_path / "concurrent_calls.py"
+    script.write_text(CONCURRENT_CALLS)
+    done = subprocess.run(
+        [str(default_python()), str(script), cognee_worker.__file__],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    # in task order, on the event loop's thread, every time, whatever each answer's wait
+    assert [line for line in done.stdout.split("\n") if line.startswith(("True", "False"))] == [
+        "True True"
+    ] * 5
+
+
 def test_an_unknown_cognee_schema_fails_naming_it():
     from memory_lab.models.offline_memory import OfflineMemoryModel
     from memory_lab.models.offline_rules.cognee import CogneeRuleError
