@@ -1,7 +1,8 @@
 """The default comparison: the five classic memories over builtin:classic, offline.
 
-Writes a results folder (run.json, records.jsonl, summary.csv, charts/, report.html), prints the
-summary table, the wall time and the chart and report paths (docs/performance.md has the
+Writes a results folder (run.json, records.jsonl, summary.csv, charts/, report.html), prints what
+``memory-lab run`` prints of a run (the tables, their notes and the answer), the wall time and the
+chart and report paths (docs/performance.md has the
 figures measured on a 2-core machine).
 
     python benchmarks/classic.py [--out DIR] [--memory SPEC ...]
@@ -18,11 +19,10 @@ from pathlib import Path
 
 from memory_lab import load_dialogues, resolve_memories, run_benchmark
 from memory_lab.results.read import read_results
-from memory_lab.results.summary import reader_accuracy, summarize_by_category
 from memory_lab.run.prepare import CLASSIC_MEMORIES
 from memory_lab.views.charts import save_charts
+from memory_lab.views.finished_run import finished_run_text
 from memory_lab.views.report import write_report
-from memory_lab.views.tables import format_category_table, format_reader_line, format_summary
 
 # The default comparison stays these five as more memories are registered (``--memory all``
 # runs every registered memory).
@@ -52,9 +52,7 @@ def main() -> int:
     )
     wall = time.perf_counter() - started
     results = read_results(outcome.path)
-    print(format_summary(outcome.summary, results.spec))
-    print(format_reader_line(reader_accuracy(results), results.spec))
-    print("\n" + format_category_table(summarize_by_category(results)))
+    print(finished_run_text(outcome.path, outcome.summary))  # as `memory-lab run` prints it
     print(f"\nwall time: {wall:.1f} s")
     print(f"results:   {outcome.path}/run.json, records.jsonl, summary.csv")
     charts = save_charts(results)

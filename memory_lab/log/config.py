@@ -174,13 +174,16 @@ class RunConfig:
         return bool(self.model_specs())
 
     def offline_stand_ins(self) -> RunConfig:
-        """The configuration a dry run executes: every model offline, nothing else changed."""
+        """The configuration a dry run executes: every model offline, the judge's too (its
+        verdicts are the offline judge's, its tokens those of the requested prompts), nothing
+        else changed."""
         return dataclasses.replace(
             self,
             llm=OFFLINE,
             memory_llm=OFFLINE,
             roles={k: OFFLINE for k in self.roles},
             embeddings=self.embeddings if is_offline(self.embeddings) else OFFLINE,
+            judge=None if self.judge is None else OFFLINE,
         )
 
     def window(self) -> ContextWindow:

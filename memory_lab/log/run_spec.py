@@ -443,11 +443,12 @@ class RunSpec(_Record):
     def dry_run(self) -> dict[str, str] | None:
         """The requested models a dry run stood in for (None: not a dry run)."""
         c = self.config
-        return (
-            {"llm": c.llm, "memory_llm": c.memory_llm, "embeddings": c.embeddings}
-            if (c.dry_run)
-            else None
-        )
+        if not c.dry_run:
+            return None
+        wanted = {"llm": c.llm, "memory_llm": c.memory_llm, "embeddings": c.embeddings}
+        if c.judge is None or is_offline(c.judge):  # the offline judge stands in for none
+            return wanted
+        return {**wanted, "judge": c.judge}
 
     # -- reading ------------------------------------------------------------------------------
 

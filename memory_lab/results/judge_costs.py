@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_lab.log.config import RunConfig
-from memory_lab.models.accounting import Price, load_prices
+from memory_lab.models.accounting import LOCAL_PRICE, LOCAL_PRICE_MODEL, Price, load_prices
 from memory_lab.models.providers import client_settings
 from memory_lab.models.spec import ClientSettings, ModelSpec
 from memory_lab.results.read import ResultsError, open_in_folder, read_run_json, spec_of
@@ -88,24 +88,39 @@ class RunJudging:
             (model,) = judge_models(
                 spec, base_url=base_url, temperature=temperature, max_tokens=max_tokens, cache=cache
             )
-        price, source = self.price(spec)
-        return Judge(
-            model,
-            spec,
-            price=price,
-            price_model=ModelSpec.parse(spec).name if price is not None else None,
-            price_source=source,
-        )
+        entry, price, source = self.price_entry(spec, base_url)
+        return Judge(model, spec, price=price, price_model=entry, price_source=source)
 
-    def price(self, spec: str) -> tuple[Price | None, str]:
-        """The list price of the judge model ``spec`` in the run's price table (the bundled one
-        when the run's file cannot be read any more), and the table's source."""
-        source = self.prices_file or BUNDLED_PRICES
-        try:
-            prices = load_prices(self.prices_file)
-        except (OSError, ValueError):  # BadInput is a ValueError
-            prices, source = load_prices(), BUNDLED_PRICES
-        return prices.get(ModelSpec.parse(spec).name), source
+    def price(self, spec: str, base_url: str | None = None) -> tuple[Price | None, str]:
+        """The price of the judge model ``spec`` and the table's source (``price_entry``)."""
+        _, price, source = self.price_entry(spec, base_url)
+        return price, source
+
+    def price_entry(
+        self, spec: str, base_url: str | None = None
+    ) -> tuple[str | None, Price | None, str]:
+        """``judge_price_entry`` in the run's price table."""
+        return judge_price_entry(spec, base_url, self.prices_file)
+
+
+def judge_price_entry(
+    spec: str, base_url: str | None, prices_file: str | None
+) -> tuple[str | None, Price | None, str]:
+    """A judge model's price table entry, its price and the table's source: its own entry in
+    the table (``prices_file``, the bundled one when it cannot be read any more); ``local`` at
+    no cost for a model the table lacks that a local server answers (Ollama, ``base_url``), as
+    a run's own models are priced; the offline judge ``local`` too; else none (None, None)."""
+    source = prices_file or BUNDLED_PRICES
+    try:
+        prices = load_prices(prices_file)
+    except (OSError, ValueError):  # BadInput is a ValueError
+        prices, source = load_prices(), BUNDLED_PRICES
+    parsed = ModelSpec.parse(spec)
+    if parsed.offline or (parsed.name not in prices and (parsed.provider == "ollama" or base_url)):
+        return LOCAL_PRICE_MODEL, LOCAL_PRICE, source
+    if parsed.name in prices:
+        return parsed.name, prices[parsed.name], source
+    return None, None, source
 
 
 def account_path(folder: str | Path, scorer: str) -> Path:
@@ -145,6 +160,7 @@ class JudgeCost:
     input_tokens: int
     output_tokens: int
     est_cost_usd: float | None
+    price_model: str | None = None  # the price table entry (``local``: a local server's)
 
 
 def judge_costs(folder: str | Path) -> list[JudgeCost]:
@@ -173,6 +189,12 @@ def judge_costs(folder: str | Path) -> list[JudgeCost]:
     return costs
 
 
+def _price_model(document: dict[str, Any]) -> str | None:
+    price = document.get("price")
+    model = price.get("model") if isinstance(price, dict) else None
+    return model if isinstance(model, str) else None
+
+
 def _cost(document: dict[str, Any], path: Path, scorer: str) -> JudgeCost:
     """A JudgeCost from an account's fields; ResultsError naming the file and field."""
 
@@ -198,5 +220,8 @@ def _cost(document: dict[str, Any], path: Path, scorer: str) -> JudgeCost:
         judge=field("judge", lambda v: isinstance(v, str), "the judge model's name"),
         prompt_sha256=dict(field("prompt_sha256", hashes, "an object of SHA-256 texts")),
         est_cost_usd=field("est_cost_usd", cost, "null or a number of at least 0"),
+        price_model=price.get("model")
+        if isinstance(price := document.get("price"), dict)
+        else None,
         **counts,
     )

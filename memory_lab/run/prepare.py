@@ -318,7 +318,8 @@ def prepare_run(
     if max_retries is not None:
         client = ClientSettings(client.timeout, max_retries)
     with client_settings(client):  # the recorded parameters are those of the run's clients
-        judge = judge_info(config, effective.base_url)  # a bad --judge-prompt file fails here
+        # the judge that grades (a dry run's offline stand-in); a bad --judge-prompt file fails here
+        judge = judge_info(effective, effective.base_url)
         models = model_record(effective, memory_roles(memories))
     spec = RunSpec(
         run_id=uuid.uuid4().hex,

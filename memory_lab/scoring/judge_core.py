@@ -344,11 +344,12 @@ class JudgeAccount:
     def describe(self) -> str:
         """One line: the judge, its calls and requests, its tokens and estimated cost."""
         cost = self.est_cost_usd
-        priced = (
-            f"est. ${cost:.4f} ({self.price_model} list price)"
-            if cost is not None
-            else "no list price for this model"
-        )
+        if self.price_model == "local":  # accounting.LOCAL_PRICE_MODEL
+            priced = "local (a model on your own machine or server: priced at 0)"
+        elif cost is not None:
+            priced = f"est. ${cost:.4f} ({self.price_model} list price)"
+        else:
+            priced = "no list price for this model"
         cache = (
             f"{self.usage.cache_hits} from the call cache, {self.requests} sent"
             if self.cached

@@ -1,5 +1,6 @@
 """What the terminal shows of a run that just ended: the summary table (a dry run's notes around
-it), the reader's line, a note on LoCoMo's adversarial probes and recall by category.
+it and its estimate by role), the reader's line, a note on LoCoMo's adversarial probes, recall
+by category and the answer (the report's).
 
 The figures come from the run's folder through ``results/read.py`` and the tables of
 ``views/tables.py``; ``memory-lab run`` prints the text.
@@ -12,13 +13,19 @@ from pathlib import Path
 import pandas as pd
 
 from memory_lab.results.read import Results, read_results
+from memory_lab.results.role_costs import role_costs
 from memory_lab.results.summary import (
     adversarial_apart,
     is_adversarial,
     reader_accuracy,
     summarize_by_category,
 )
-from memory_lab.views.tables import format_category_table, format_reader_line, format_summary
+from memory_lab.views.tables import (
+    format_category_table,
+    format_reader_line,
+    format_role_costs,
+    format_summary,
+)
 
 
 def finished_run_text(folder: str | Path, summary: pd.DataFrame) -> str:
@@ -35,16 +42,29 @@ def finished_run_text(folder: str | Path, summary: pd.DataFrame) -> str:
         )
     lines.append(format_summary(summary, spec))
     if dry_run and len(summary):
-        lines.append(
-            f"DRY RUN total: {int(summary['total_tokens'].sum()):,} tokens, "
-            f"est. ${float(summary['est_cost_usd'].sum()):.4f} for the whole run"
-        )
+        lines += format_role_costs(role_costs(results), "DRY RUN")
     reader_line = format_reader_line(reader_accuracy(results), spec)
     if reader_line:
         lines.append(reader_line)
-    lines += [note for note in (startup_note(results), adversarial_note(results)) if note]
+    notes = (startup_note(results), reader_time_note(results), adversarial_note(results))
+    lines += [note for note in notes if note]
     lines += ["", format_category_table(summarize_by_category(results))]
+    lines += answer_lines(results)
     return "\n".join(lines)
+
+
+def answer_lines(results: Results) -> list[str]:
+    """The answer the report and the viewer lead with (``views/headline.py``, by the report's
+    own rule: ``report.comparison``), after the tables, with the stand-in's note where the
+    figures are the offline reader's."""
+    from memory_lab.views.report import comparison
+
+    parts = comparison([results], [""])
+    if not parts["headline"]:
+        return []
+    lines = ["", "The answer:"]
+    lines += [f"  {line}" for line in parts["headline"]]
+    return lines
 
 
 def startup_note(results: Results) -> str | None:
@@ -62,6 +82,22 @@ def startup_note(results: Results) -> str | None:
         took = f"up to {startup.max():.1f} s loading models and engines in each of "
         took += f"{len(startup)} processes"
     return f"startup: {took}, before the first cell: in no memory's sec."
+
+
+def reader_time_note(results: Results) -> str | None:
+    """The seconds the offline reader (the instrument, not a memory) spent answering probes:
+    in no memory's sec. (``own_seconds``), apart, so a long answer reads as the reader's."""
+    spec, probes = results.spec, results.probes
+    if spec is None or not spec.reader_model.offline or probes.empty:
+        return None
+    if "answer_seconds" not in probes:
+        return None
+    seconds = pd.to_numeric(probes["answer_seconds"], errors="coerce").fillna(0)
+    slowest = probes.loc[seconds.idxmax()]
+    return (
+        f"offline reader (the instrument): {seconds.sum():.1f} s answering {len(probes)} probes "
+        f"(longest {seconds.max():.1f} s, {slowest['memory']}), in no memory's sec."
+    )
 
 
 def adversarial_note(results: Results) -> str | None:

@@ -6,12 +6,15 @@ print fixed-width text; nothing here computes a figure of its own.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
 from memory_lab.log.run_spec import JudgePrompt, RunSpec
 from memory_lab.models.accounting import LOCAL_PRICE_MODEL
+from memory_lab.results.role_costs import RoleCost
 from memory_lab.results.summary import FIELD_SCORES, LATENCY_COLUMNS
 from memory_lab.scoring.metrics import METRICS
 from memory_lab.views.numbers import is_missing, percent
@@ -28,7 +31,7 @@ def _offline_reader(run: Run) -> bool:
     return spec is not None and spec.reader_model.offline
 
 
-def _local(run: Run) -> bool:
+def priced_local(run: Run) -> bool:
     """Whether every token of the run is priced as a local model's (nothing to estimate)."""
     spec = _spec(run)
     pricing = spec.pricing if spec is not None else None
@@ -72,10 +75,10 @@ def format_summary(summary: pd.DataFrame, run: Run = None) -> str:
     def pct(x: float) -> str:  # the columns are right-aligned: a missing one sits centred
         return percent(x, missing="   -  ")
 
-    local = _local(run)
+    local = priced_local(run)
     for r in summary.to_dict("records"):
         low, high = pct(r["accuracy_low"]).strip(), pct(r["accuracy_high"]).strip()
-        cost = "local" if local else f"{r['est_cost_usd']:.4f}"
+        cost = cost_text(r["est_cost_usd"], local=local).removeprefix("$")
         ci = f"{pct(r['accuracy'])} [{low}-{high}]"
         lines.append(
             f"{r['memory']:<{width}} {r['answerable']:>10} {pct(r['evidence_recall']):>11} "
@@ -89,6 +92,42 @@ def format_summary(summary: pd.DataFrame, run: Run = None) -> str:
     lines += [notes[k] for k in ("reader", "price", "window") if k in notes]
     lines += format_judge_summary(summary, spec)  # --judge: J, its spread and agreement
     return "\n".join(lines)
+
+
+def format_role_costs(roles: Sequence[RoleCost], title: str) -> list[str]:
+    """A run's tokens and estimated cost by model role (``results.role_costs``), then its total
+    (``title``: what the lines are of, e.g. ``DRY RUN``). A role priced as a local model reads
+    ``local``; one whose model the price table lacks, ``no list price`` (left out of the
+    total, which says so)."""
+    if not roles:
+        return []
+    width = max(len(r.model) for r in roles)
+    lines = [f"{title} estimate by role (tokens priced as the price table entry named):"]
+    for r in roles:
+        out = f"{r.output_tokens:>11,} out" if r.role != "embeddings" else " " * 15
+        lines.append(
+            f"  {r.role:<10} {r.model:<{width}} {r.input_tokens:>13,} in {out}  "
+            f"{cost_text(r.cost_usd, local=r.local):>9}  ({r.price_model or 'no entry'})"
+        )
+    priced = [r for r in roles if not math.isnan(r.cost_usd)]
+    unpriced = [r.role for r in roles if math.isnan(r.cost_usd)]
+    total = f"{title} total: {sum(r.tokens for r in roles):,} tokens, est. "
+    total += cost_text(sum(r.cost_usd for r in priced), local=all(r.local for r in priced))
+    total += " for the whole run"
+    if unpriced:
+        total += f" ({', '.join(unpriced)} not priced: no list price)"
+    return [*lines, total]
+
+
+def cost_text(usd: float, *, local: bool = False) -> str:
+    """An estimated cost as every view writes it: ``$0.0123``; ``local`` for a model served on
+    the user's own machine or server (priced at 0 unless ``--prices`` says otherwise);
+    ``no list price`` where the price table has no entry."""
+    if local:
+        return "local"
+    if usd is None or math.isnan(usd):
+        return "no list price"
+    return f"${usd:.4f}"
 
 
 def summary_notes(run: Run, summary: pd.DataFrame | None = None) -> dict[str, str]:

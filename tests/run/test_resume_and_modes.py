@@ -109,14 +109,50 @@ def test_dry_run_calls_no_provider_and_prices_the_requested_models(tmp_path, cap
         r"DRY RUN total: ([\d,]+) tokens, est\. \$([\d.]+) for the whole run", printed
     )
     assert total, printed
-    rows = pd.read_csv(out / "summary.csv")
+    rows = pd.read_csv(out / "summary.csv")  # no judge: the roles add up to the summary
     assert int(total[1].replace(",", "")) == rows["total_tokens"].sum()
     assert abs(float(total[2]) - rows["est_cost_usd"].sum()) < 1e-4
+    roles = [line.split()[0] for line in printed.splitlines() if line.startswith("  ")]
+    assert roles[:3] == ["reader", "memory", "embeddings"], printed
     info = json.loads((out / "run.json").read_text())
     assert info["config"]["run"]["dry_run"] and info["config"]["models"]["llm"] == "openai:gpt-4o"
     assert info["pricing"]["llm_model"] == "gpt-4o"
     assert info["models"]["llm"] == "offline"
     assert read_results(out).turns["memory_tokens"].sum() > 0
+
+
+def test_a_dry_run_with_a_judge_sends_no_request_and_prices_the_judge(
+    tmp_path, capsys, monkeypatch
+):
+    """With a key set and a provider listening, a dry run with --judge sends it nothing: the
+    judge is stood in for like every other model, and its tokens are on the estimate's own
+    line, priced as the requested judge."""
+    from ..models.openai_mock import OpenAIMock
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-dry-run-must-not-send-this")
+    out = tmp_path / "dry"
+    args = ["run", "--memory", "buffer", "vector", "--dialogues", str(FIXTURES / "dialogues")]
+    args += ["--llm", "openai:gpt-4o-mini", "--judge", "openai:gpt-4o-mini", "--dry-run"]
+    with OpenAIMock() as mock:
+        args += ["--base-url", mock.base_url, "--no-cache", "--out", str(out), "--quiet"]
+        assert main(args) == 0
+    assert mock.requests == []
+    printed = capsys.readouterr().out
+    judge = next(line for line in printed.splitlines() if line.startswith("  judge "))
+    probes = read_results(out).probes
+    judge_in = int(probes["judge_input_tokens"].sum())
+    judge_out = int(probes["judge_output_tokens"].sum())
+    assert judge_in > 0 and f"{judge_in:,} in" in judge, judge
+    cost = (judge_in * 0.15 + judge_out * 0.6) / 1e6  # gpt-4o-mini's list price
+    assert f"${cost:.4f}" in judge and "(gpt-4o-mini)" in judge, judge
+    total = re.search(r"DRY RUN total: ([\d,]+) tokens, est\. \$([\d.]+)", printed)
+    rows = pd.read_csv(out / "summary.csv")
+    assert int(total[1].replace(",", "")) == rows["total_tokens"].sum() + judge_in + judge_out
+    assert abs(float(total[2]) - rows["est_cost_usd"].sum() - cost) < 1e-4
+    assert "judge=openai:gpt-4o-mini" in printed  # the models it stood in for
+    info = json.loads((out / "run.json").read_text())  # the judge it executed, and the one asked
+    assert info["judge"]["model"] == "offline"
+    assert info["config"]["judge"]["model"] == "openai:gpt-4o-mini"
 
 
 def test_judge_scores_sit_beside_string_matching(tmp_path, capsys):
