@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import sys
-import threading
 import uuid
 from contextlib import closing
 from dataclasses import dataclass
@@ -21,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm import tqdm
 
 from memory_lab.dialogue.model import Dialogue
 from memory_lab.log.formats import stream_header
@@ -53,9 +51,9 @@ from memory_lab.results.read import (
 from memory_lab.results.summary import summarize, summarize_by_category
 from memory_lab.run.cell import cell_id_for
 from memory_lab.run.context import RunModels
-from memory_lab.run.exchanges import exchanges
 from memory_lab.run.executors import CellOutcome, CellTask, choose_executor
 from memory_lab.run.prepare import prepare_out_dir
+from memory_lab.run.progress import RunProgress
 from memory_lab.text.redact import remember_resources
 
 CELLS_DIR = "cells"  # memories' files: a folder per execution of a cell (``run/cell.py``)
@@ -206,28 +204,6 @@ class _RunState:
             )
 
 
-class _StartingNote:
-    """Until the first exchange is replayed, the progress bar says the run is starting (models
-    load first, in every worker) and its clock ticks each second, so the first seconds show
-    work rather than a still 0% with a guessed ETA."""
-
-    def __init__(self, bar: Any):
-        self.bar = bar
-        self.stop = threading.Event()
-        bar.set_postfix_str("starting: loading models", refresh=True)
-        self.thread = threading.Thread(target=self._tick, name="memory-lab-progress", daemon=True)
-        self.thread.start()
-
-    def _tick(self) -> None:
-        while not self.stop.wait(1.0):
-            self.bar.refresh()
-
-    def done(self) -> None:
-        if not self.stop.is_set():
-            self.stop.set()
-            self.bar.set_postfix_str("", refresh=False)
-
-
 def _run_cells(
     folder: Path, state: _RunState, cells: list[CellTask], models: RunModels, progress: bool
 ) -> int:
@@ -252,17 +228,14 @@ def _run_cells(
     state.spec = spec
     state.update(status="running")
     failed = 0
-    sizes = {c.index: len(exchanges(c.dialogue)) for c in cells}
-    seen = dict.fromkeys(sizes, 0)
-    bar = tqdm(total=sum(sizes.values()), unit="turn", disable=not progress, dynamic_ncols=True)
-    bar.set_description(executor.description)
-    started = _StartingNote(bar) if progress and to_run else None
-
-    def on_exchange(index: int) -> None:
-        if started is not None:
-            started.done()
-        seen[index] += 1
-        bar.update(1)
+    progress_bar = RunProgress(
+        ((c.index, c.dialogue) for c in cells), executor.description, progress
+    )
+    for index in adopted:
+        progress_bar.cell_done(index)
+    if to_run:
+        progress_bar.start()
+    on_exchange = progress_bar.exchange
 
     ready = {i: CellOutcome(i, record, None) for i, record in adopted.items()}
     log = RecordLog(folder / RECORDS_FILE)
@@ -270,15 +243,12 @@ def _run_cells(
         with closing(executor.run(to_run, on_exchange)) as outcomes:
             order = [c.index for c in cells]
             for outcome in commit_in_order(outcomes, order, ready, parts_dir, log):
-                if started is not None:
-                    started.done()  # executors that report whole cells only (--jobs)
-                bar.update(sizes[outcome.index] - seen[outcome.index])
+                progress_bar.cell_done(outcome.index)  # all of it, for executors of whole cells
                 record = outcome.record
                 if record["status"] != "ok":
                     failed += 1
-                    tqdm.write(
-                        f"cell {record['memory']} × {record['dialogue']} failed: {record['error']}",
-                        file=sys.stderr,
+                    progress_bar.write(
+                        f"cell {record['memory']} × {record['dialogue']} failed: {record['error']}"
                     )
                     error = {
                         "memory": record["memory"],
@@ -287,9 +257,7 @@ def _run_cells(
                     }
                     state.spec = state.spec.replace(errors=(*state.spec.errors, error))
     finally:
-        if started is not None:
-            started.done()
-        bar.close()
+        progress_bar.close()
         log.close()
     shutil.rmtree(parts_dir, ignore_errors=True)  # complete: every part was appended
     return failed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -220,24 +221,35 @@ def test_rank_scores_in_the_summary_for_ranking_memories_only(tmp_path):
 
 
 @pytest.mark.parametrize("executor", [[], ["--jobs", "2"]], ids=["one-job", "jobs2"])
-def test_the_bar_says_the_run_is_starting_and_the_run_ends_naming_the_report(
+def test_the_bar_says_the_run_is_starting_then_counts_exchanges_with_an_eta(
     tmp_path, capsys, executor
 ):
     """Models load before the first exchange (seconds, in every worker): the bar says so
-    rather than sitting at 0% with a guessed ETA, and the note goes once turns are counted
-    (per turn, or per cell where workers report whole cells)."""
+    rather than sitting at 0% with a guessed ETA; then it counts tokens exchange by exchange,
+    from worker processes too, with an ETA; the run ends naming the report."""
+    from memory_lab import load_dialogues
+    from memory_lab.run.progress import exchange_weights
+
+    source = FIXTURES / "dialogues" / "mini.yaml"
     out = tmp_path / "run"
     argv = ["run", "--memory", "window", "buffer", "--out", str(out), *executor]
-    assert main([*argv, "--dialogues", str(FIXTURES / "dialogues" / "mini.yaml")]) == 0
+    assert main([*argv, "--dialogues", str(source)]) == 0
     printed = capsys.readouterr()
     assert f"report:  memory-lab report {out}  (charts and report.html)" in printed.out
     assert f"browse:  memory-lab view {out}  (" in printed.out
-    frames = printed.err.split("\r")
-    bars = [f for f in frames if "turn" in f]
-    first_turn = next(i for i, f in enumerate(bars) if " 0/14" not in f)
-    assert any("starting: loading models" in f for f in bars[:first_turn])
-    assert not any("starting" in f for f in bars[first_turn:])
-    assert "100%" in bars[-1]
+    bars = [f for f in printed.err.split("\r") if " tokens [" in f]
+    (dialogue,) = load_dialogues(source)
+    weights = exchange_weights(dialogue)
+    total = 2 * sum(weights)
+    counts = [int(re.search(r"\| (\d+)/(\d+) tokens", f)[1]) for f in bars]
+    assert all(f"/{total} tokens" in f for f in bars)
+    first = next(i for i, n in enumerate(counts) if n > 0)
+    assert any("starting: loading models" in f for f in bars[:first])
+    assert not any("starting" in f for f in bars[first:])
+    assert "ETA ?" in bars[first] and any("ETA 0" in f for f in bars[first + 1 :])
+    # exchange by exchange, not cell by cell (a worker reports each one over its pipe)
+    assert len(set(counts)) > 3 and counts[first] < sum(weights)
+    assert counts == sorted(counts) and counts[-1] == total and "100%" in bars[-1]
 
 
 def test_run_benchmark_refuses_a_folder_with_a_run_unless_told_to_overwrite_it(tmp_path):

@@ -33,6 +33,10 @@ from memory_lab.run.executors.cells import (
     run_cell_to_part,
 )
 
+# What a worker sends when its cell ends an exchange (the progress bar counts it), before the
+# cell's outcome.
+EXCHANGE_DONE = "exchange"
+
 
 @dataclass
 class _Worker:
@@ -73,7 +77,9 @@ class Processes:
                     worker = workers[n]
                     if worker.conn not in ready and worker.process.sentinel not in ready:
                         continue
-                    outcome = self._collect(worker)
+                    outcome = self._receive(worker, on_exchange)
+                    if outcome is None:  # exchanges reported, the cell goes on
+                        continue
                     if queue and not worker.process.is_alive():  # a fresh one takes its place
                         worker.conn.close()
                         workers[n] = worker = self._start()
@@ -106,15 +112,24 @@ class Processes:
             except OSError:  # it died just now: the sentinel reports it and the cell fails
                 pass
 
-    def _collect(self, worker: _Worker) -> CellOutcome:
-        """The worker's outcome, or a failed cell if it died without sending one."""
-        task, worker.task = worker.task, None
+    def _receive(self, worker: _Worker, on_exchange: OnExchange) -> CellOutcome | None:
+        """What the worker sent: each exchange it reports goes to ``on_exchange``; then its
+        outcome, a failed cell if it died without sending one, or None while its cell goes on."""
+        task = worker.task
         assert task is not None
         try:
-            if worker.conn.poll():
-                return worker.conn.recv()
-        except (EOFError, OSError):
+            while worker.conn.poll():
+                message = worker.conn.recv()
+                if message == EXCHANGE_DONE:
+                    on_exchange(task.index)
+                    continue
+                worker.task = None
+                return message
+            if worker.process.is_alive():
+                return None
+        except (EOFError, OSError):  # its end of the pipe closed: it is dying
             pass
+        worker.task = None
         worker.process.join(5)
         code = worker.process.exitcode
         how = f"killed by {signal.Signals(-code).name}" if code and code < 0 else f"exit {code}"
@@ -199,5 +214,7 @@ def _worker_main(conn: Connection, spec: RunSpec, threads: int, driver: int) -> 
         if models is None:
             outcome = record_failure(task, Path(parts_dir), attempt, *error)
         else:
-            outcome = run_cell_to_part(task, models, Path(parts_dir), attempt)
+            outcome = run_cell_to_part(
+                task, models, Path(parts_dir), attempt, lambda: conn.send(EXCHANGE_DONE)
+            )
         conn.send(outcome)
