@@ -18,6 +18,7 @@ MAX_LINES = 100
 STAGES = (
     "errors",
     "telemetry",
+    "work_clock",
     "text",
     "dialogue",
     "models",

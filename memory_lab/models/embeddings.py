@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import struct
 import sys
 import threading
+import time
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -29,6 +31,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.stores import ByteStore
 
+from memory_lab import work_clock
 from memory_lab.errors import ConfigError
 from memory_lab.models.spec import ModelSpec, is_offline
 from memory_lab.models.tokens import count_tokens
@@ -59,6 +62,10 @@ EMBEDDING_MODEL_NAME = EMBEDDING_MODELS[DEFAULT_EMBEDDING_MODEL]  # the default'
 # every Korean pair alike (vector context hits on builtin:classic, k=4: Korean 38% with MiniLM,
 # 97% with e5; English 91% with both). The offline reader keeps MiniLM, which it is tuned with.
 DEFAULT_MEMORY_EMBEDDING_MODEL = "multilingual-e5-small"
+# The seconds each cached vector cost to compute, by "<model name>|<key>" (``work_clock``): kept
+# beside the vector in the run's store under the key with this suffix, as a little-endian double.
+COST_SUFFIX = "|s"
+_COSTS: dict[str, float] = {}
 
 
 def offline_embedding_model(spec: str) -> str | None:
@@ -227,24 +234,38 @@ class OfflineEmbeddings(Embeddings):
             self.on_embed(sum(count_tokens(t) for t in texts))
         keys = [self._key(t, kind) for t in texts]
         missing = list(dict.fromkeys(k for k in keys if k not in self._cache))
+        name = self.model_name
         if missing and self.store is not None:
-            stored = self.store.mget([f"{self.model_name}|{k}" for k in missing])
+            stored = self.store.mget([f"{name}|{k}" for k in missing])
+            costs = self.store.mget([f"{name}|{k}{COST_SUFFIX}" for k in missing])
             with self._lock:
-                for k, raw in zip(missing, stored, strict=True):
+                for k, raw, cost in zip(missing, stored, costs, strict=True):
                     if raw is not None:
                         self._cache[k] = np.frombuffer(raw, dtype=np.float32)
+                        if cost is not None and len(cost) == 8:
+                            _COSTS[f"{name}|{k}"] = struct.unpack("<d", cost)[0]
             missing = [k for k in missing if k not in self._cache]
         if missing:
             first = {k: t for k, t in zip(keys, texts, strict=True)}
             texts = [first[k] for k in missing]
+            started = time.perf_counter()
             vectors = _encode(self.model, texts, kind, self.batch_size, self.device)
+            # each text's share of the batch's seconds, by its length: what it cost to compute
+            spent = time.perf_counter() - started
+            lengths = [len(t) + 1 for t in texts]
             with self._lock:
-                for k, v in zip(missing, vectors, strict=True):
+                for k, v, n in zip(missing, vectors, lengths, strict=True):
                     self._cache[k] = np.asarray(v, dtype=np.float32)
+                    _COSTS[f"{name}|{k}"] = spent * n / sum(lengths)
             if self.store is not None:
                 self.store.mset(
-                    [(f"{self.model_name}|{k}", self._cache[k].tobytes()) for k in missing]
+                    [(f"{name}|{k}", self._cache[k].tobytes()) for k in missing]
+                    + [
+                        (f"{name}|{k}{COST_SUFFIX}", struct.pack("<d", _COSTS[f"{name}|{k}"]))
+                        for k in missing
+                    ]
                 )
+        work_clock.served((f"{name}|{k}" for k in keys), (f"{name}|{k}" for k in missing), _COSTS)
         return [self._cache[k] for k in keys]
 
     def matrix(self, texts: list[str], kind: str = "query") -> np.ndarray:

@@ -8,7 +8,6 @@ while cells run.
 
 from __future__ import annotations
 
-import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ from pydantic import PrivateAttr
 from memory_lab.memories.protocol import Query, Recall, render_recall
 from memory_lab.models.prompt import INPUT_KEY, MEMORY_KEY, render_prompt
 from memory_lab.models.tokens import TextTokens, count_tokens, encoding
+from memory_lab.work_clock import clock
 
 
 @contextmanager
@@ -66,7 +66,7 @@ class PromptMemory(BaseMemory):
         return [MEMORY_KEY]
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        started = time.perf_counter()
+        started = clock()
         text = str(inputs.get(INPUT_KEY, ""))
         self.recall = self.memory.recall(Query(text, self.session_id, self.session_date))
         context = render_recall(self.recall)
@@ -82,7 +82,7 @@ class PromptMemory(BaseMemory):
                 context = kept[cut + 1 :] if cut != -1 else ""
                 self.cut_tokens = whole - self._tokens.count(context)
         self.context = context
-        self.recall_seconds = time.perf_counter() - started
+        self.recall_seconds = clock() - started
         return {MEMORY_KEY: context}
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:

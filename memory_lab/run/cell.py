@@ -14,7 +14,6 @@ by one, built by ``probe_record``.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -51,6 +50,7 @@ from memory_lab.run.probe_record import (
     ProbeContext,
     probe_record,
 )
+from memory_lab.work_clock import cell_scope, clock
 
 Emit = Callable[[dict[str, Any]], None]
 EMBEDDINGS_ROLE = "embeddings"  # usage rows of a composite memory's part that embeds text
@@ -100,9 +100,9 @@ class Answerer:
     def answer(self, context: str, question: str) -> Answered:
         """Answer ``question`` over ``context`` (recalled beforehand) with this reader."""
         self.fixed_context.context = context
-        answering = time.perf_counter()
+        answering = clock()
         reply, prompt, usage = self.invoke(question)
-        return Answered(reply, prompt, usage, time.perf_counter() - answering)
+        return Answered(reply, prompt, usage, clock() - answering)
 
 
 class Cell:
@@ -328,7 +328,7 @@ class Cell:
         In ``live`` mode the reader answers the user turn and its reply is saved instead.
         Returns the turn record, then one usage record per memory model role called.
         """
-        started = time.perf_counter()
+        started = clock()
         self.at(ex)
         record = self._turn(ex)
         if ex.user_turn_id is not None:
@@ -351,11 +351,11 @@ class Cell:
             record.recall_seconds = turn.recall_seconds
             if self.models.config.record_prompts:
                 record.prompt = turn.text
-        saving = time.perf_counter()
+        saving = clock()
         self.memory.observe(ex)
         if ends_session is not None:
             self.memory.end_session(SessionInfo(ex.session_id, ex.session_date, ends_session))
-        record.save_seconds = time.perf_counter() - saving
+        record.save_seconds = clock() - saving
         usage, by_role = self.maintenance()
         record.memory_llm_calls = usage.llm_calls
         record.memory_cache_hits = usage.cache_hits
@@ -363,7 +363,7 @@ class Cell:
         record.memory_output_tokens = usage.output_tokens
         record.embedding_tokens = usage.embedding_tokens
         record.memory_tokens = usage.total
-        record.seconds = time.perf_counter() - started
+        record.seconds = clock() - started
         if ends_session is not None:  # counted after the clock stops: measuring is not saving
             record.memory_tokens_held = self.held = self.tokens_held()
         return [record, *self._usage_records(ex, by_role)]
@@ -392,11 +392,11 @@ class Cell:
 
     def recall_for(self, probe: Probe, ex: Exchange) -> ProbeContext:
         """Read what the memory puts into this probe's prompt, and what that cost."""
-        started = time.perf_counter()
+        started = clock()
         self.maintenance()
         turn = self.prompt_for(probe.question, ex)
         usage, _ = self.maintenance()
-        seconds = time.perf_counter() - started
+        seconds = clock() - started
         return ProbeContext(
             turn.context,
             turn.recall,
@@ -412,12 +412,12 @@ class Cell:
     ) -> ProbeRecord:
         """Answer a recalled probe with ``answerer`` (safe in a thread); its record is scored
         by ``probe_record`` and timed here, recall included."""
-        started = time.perf_counter()
+        started = clock()
         answered = answerer.answer(recalled.context, probe.question)
         record = probe_record(
             probe, ex, self.facts, recalled, answered, answerer.judge, counts=self.counts
         )
-        record.seconds = recalled.seconds + time.perf_counter() - started
+        record.seconds = recalled.seconds + clock() - started
         return record
 
     def snapshot(self) -> dict[str, Any]:
@@ -465,7 +465,7 @@ def open_cell(
 ) -> Iterator[Cell]:
     """A fresh ``Cell`` (classic memories' deprecation warnings quiet), closed at the end; an
     error while closing after the replay's own error is noted on that error, not raised."""
-    with quiet_classic_deprecations():
+    with quiet_classic_deprecations(), cell_scope():  # cached work charged to the cell
         cell = Cell(spec, dialogue, models, cell_id)
         try:
             yield cell

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memory_lab import work_clock
 from memory_lab.text.normalize import normalize
 
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -77,9 +78,12 @@ KO_CONTENT_TAGS = ("NNG", "NNP", "NNB", "NR", "SN", "SL", "SH", "VV", "VA", "XR"
 
 @lru_cache(maxsize=1)
 def kiwi():
-    from kiwipiepy import Kiwi
+    with work_clock.loading():  # seconds on first use: in no memory's seconds
+        from kiwipiepy import Kiwi
 
-    return Kiwi()
+        model = Kiwi()
+        model.tokenize("가")  # its first analysis loads the rest of the model (2 s)
+        return model
 
 
 # Auxiliary forms and contraction pieces scikit-learn's list leaves out (closed-class grammar).
@@ -88,7 +92,8 @@ _EN_AUXILIARIES = frozenset("did does doing s t d ll m re ve".split())
 
 @lru_cache(maxsize=1)
 def en_stopwords() -> frozenset[str]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    with work_clock.loading():  # scikit-learn's import, on first use
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     return frozenset(ENGLISH_STOP_WORDS) | _EN_AUXILIARIES
 
