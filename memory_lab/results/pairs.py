@@ -10,12 +10,17 @@ from typing import Any
 import pandas as pd
 
 from memory_lab.results.read import Results
+from memory_lab.results.summary import recall_probes
 from memory_lab.scoring.stats import holm, mcnemar_exact, paired_difference_ci
 
 
 def paired_comparison(results: Results) -> pd.DataFrame:
-    """Every pair of memories on the probes both answered: counts, difference, CI, McNemar p."""
-    probes = results.probes
+    """Every pair of memories on the probes both answered: counts, difference, CI, McNemar p.
+
+    Over the probes the summary's recall is over (``summary.recall_probes``: answerable, with
+    answers to match), so a pair's two recalls are those of the summary wherever both memories
+    answered the same probes."""
+    probes = recall_probes(results)
     if probes.empty:
         return pd.DataFrame()
     wide = probes.pivot_table(

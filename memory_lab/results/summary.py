@@ -36,6 +36,20 @@ def adversarial_apart(results: Results) -> bool:
     return spec is None or spec.config.adversarial == "apart"
 
 
+def recall_probes(results: Results) -> pd.DataFrame:
+    """The probes recall (``accuracy``) is over, every memory's: answerable probes with answers
+    to match (not abstention probes, not those judged against their evidence,
+    ``EVIDENCE_JUDGED``), LoCoMo's adversarial ones left out unless the run includes them. The
+    summary's recall and the paired comparison (``pairs.paired_comparison``) are over these."""
+    probes = results.probes
+    if probes.empty:
+        return probes
+    if adversarial_apart(results):
+        probes = probes[~probes.apply(is_adversarial, axis=1)]
+    graded = (probes["category"] != "abstention") & ~probes["category"].isin(EVIDENCE_JUDGED)
+    return probes[graded]
+
+
 def reader_accuracy(results: Results) -> pd.DataFrame:
     """The answering model's accuracy on probes whose answer was in its prompt, per language.
 
@@ -143,9 +157,10 @@ def own_seconds(turns: pd.DataFrame, probes: pd.DataFrame) -> float:
     """A memory's own seconds: its turns (building each prompt from the memory, observing the
     exchange, its maintenance calls) and its reads for the probes (``recall_seconds``), not the
     answering model's calls (the latency columns' *total* has those), nor the process's
-    loading of models and engines (``CellRecord.startup_seconds``). The offline reader embeds
-    its context's passages through a cache shared by the run's cells, so its seconds depend on
-    which memory ran first; this figure does not."""
+    loading of models and engines (``CellRecord.startup_seconds``). Vectors the bundled engines
+    take from the cache the run's cells share are charged the seconds they cost to compute
+    (``memory_lab/work_clock.py``), so the figure does not depend on which memory embedded a text
+    first."""
     own = float(turns["seconds"].sum()) if len(turns) else 0.0
     if len(probes):
         own += float(pd.to_numeric(probes["recall_seconds"], errors="coerce").fillna(0).sum())
@@ -362,16 +377,22 @@ def judged(summary: pd.DataFrame) -> bool:
     return "judge_accuracy" in summary and summary["judge_accuracy"].notna().any()
 
 
-def category_grid(results: Results) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Recall accuracy and probe counts per memory (rows, run order, those with probes) and probe
-    category (columns: the format's categories in their order, then any others sorted)."""
+def category_grid(results: Results, column: str = "correct") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The mean of a probe figure (``column``: ``correct``, recall, by default;
+    ``evidence_recall``) and the probes it is over, per memory (rows, run order, those with
+    probes) and probe category (columns: the format's categories in their order, then any
+    others sorted); a probe without a value for it (evidence recall of an abstention probe) is
+    not counted."""
     probes = results.probes
     memories = [m for m in results.memory_order() if m in set(probes.get("memory", []))]
     present = set(probes.get("category", []))
     cats = [c for c in CATEGORIES if c in present] + sorted(present - set(CATEGORIES))
-    grouped = probes.assign(correct=probes["correct"].astype(float)).groupby(
-        ["memory", "category"]
-    )["correct"]
+    values = pd.to_numeric(probes[column], errors="coerce") if len(probes) else probes.get(column)
+    grouped = (
+        probes.assign(value=values)
+        .dropna(subset=["value"])
+        .groupby(["memory", "category"])["value"]
+    )
     accuracy = grouped.mean().unstack().reindex(index=memories, columns=cats)
     count = grouped.size().unstack().reindex(index=memories, columns=cats)
     return accuracy, count

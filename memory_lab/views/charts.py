@@ -9,6 +9,7 @@ assigned in the order of the run's memories (``Results.memory_order``).
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -27,7 +28,7 @@ from matplotlib.text import Text
 from memory_lab.results.prompt_growth import prompt_growth
 from memory_lab.results.read import Results
 from memory_lab.results.standings import frontier, ranking_metric
-from memory_lab.results.summary import category_grid, judged, summarize
+from memory_lab.results.summary import category_grid, judged, recall_probes, summarize
 from memory_lab.scoring.metrics import metric
 from memory_lab.views.numbers import percent
 
@@ -107,69 +108,152 @@ def _xticks(ax, labels: list[str]) -> None:
 LABEL_CLEARANCE = 0.08
 
 
+# The probe record's column a summary share is the mean of, where its name differs.
+_PROBE_COLUMN = {"context_hit_rate": "context_hit", "abstention_accuracy": "correct"}
+# ... and of the ranking figures, per probe (J: the judge's majority verdict).
+_PROBE_VALUE = {"judge_accuracy": "judge_correct", "accuracy": "correct"}
+
+
+def _counts(results: Results, column: str) -> pd.Series:
+    """Per memory, the probes a summary figure is over: those recall is over for recall and J
+    (``summary.recall_probes``), else the answerable probes with a value for it."""
+    if column in ("accuracy", "judge_accuracy"):
+        probes = recall_probes(results)
+        return probes.groupby("memory").size() if len(probes) else pd.Series(dtype=int)
+    probes = results.probes
+    column = _PROBE_COLUMN.get(column, column)
+    if probes.empty or column not in probes:
+        return pd.Series(dtype=int)
+    answerable = probes[probes["category"] != "abstention"]
+    return answerable[column].notna().groupby(answerable["memory"]).sum()
+
+
+def _n(counts: pd.Series, summary: pd.DataFrame) -> str:
+    """``n = 18`` per memory, or the range ``n = 16-18`` where the memories differ."""
+    found = [int(counts.get(m, 0)) for m in summary["memory"]]
+    low, high = min(found, default=0), max(found, default=0)
+    return f"n = {low}" if low == high else f"n = {low}-{high}"
+
+
+def stand_in_caveat(results: Results) -> str | None:
+    """What a chart says when its run's answering model is the offline reader (a stand-in)."""
+    spec = results.spec
+    if spec is None or not spec.reader_model.offline:
+        return None
+    return (
+        "Offline: the replies are the offline reader's (a stand-in), so recall ranks nothing; "
+        "memories are ranked by evidence recall, which does not depend on it."
+    )
+
+
+def _caption(fig: Figure, *lines: str | None) -> None:
+    """Notes under a chart, on the chart: what its figures are and are not."""
+    width = int(fig.get_figwidth() * 15)  # characters of the caption's size per line
+    text = "\n".join(textwrap.fill(line, width) for line in lines if line)
+    if not text:
+        return
+    fig.text(0.01, 0.01, text, fontsize=7.5, va="bottom", ha="left", color="0.25", gid="caveat")
+    height = (text.count("\n") + 1) * 7.5 * 1.3 / 72 / fig.get_figheight() + 0.02
+    fig.get_layout_engine().set(rect=(0, height, 1, 1 - height))
+
+
+def _fit_top(values: list[float]) -> float:
+    """The top of a share axis that fits its data (and the value labels above the bars): a
+    tenth above the highest value, at most 100% (plus room for the legend)."""
+    finite = [v for v in values if not math.isnan(v)]
+    top = max(finite, default=1.0)
+    return min(1.0, math.ceil((top + 0.05) * 10) / 10) * 1.17
+
+
+def _value_labels(ax: Axes, x: np.ndarray, values, lows, tops) -> None:
+    """Each bar's value, inside its foot where its error bar starts above the label, else
+    above the bar's interval."""
+    for xi, v, low, high in zip(x, values, lows, tops, strict=True):
+        if math.isnan(v):
+            continue
+        inside = low >= LABEL_CLEARANCE
+        ax.text(
+            xi,
+            0.01 if inside else high + 0.015,
+            percent(v, digits=0),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+            color="white" if inside else "black",
+            gid="recall_label",
+        )
+
+
 def recall_chart(results: Results) -> Figure:
-    """Recall accuracy per memory with 95% Wilson error bars, context-hit rate beside it."""
+    """The figure the run is ranked by, per memory, with answer in context beside it.
+
+    The figure is the answer box's (``standings.ranking_metric``: J, recall with its 95% Wilson
+    interval, or evidence recall with the offline reader), named as declared
+    (``scoring/metrics.py``); under each bar, the number of probes it is over; under the chart,
+    the stand-in's caveat when the replies are the offline reader's. The share axis fits the
+    data."""
     with chart_style():
         summary = summarize(results)
+        lead = ranking_metric([results], summary) or metric("evidence_recall")
+        beside = metric("context_hit_rate")
         colors = memory_colors(results)
         n = len(summary)
-        fig = _figure(max(6.0, 1.0 + 0.9 * n), 4.8)
+        fig = _figure(max(6.0, 1.0 + 0.9 * n), 5.2)
         ax = fig.add_subplot()
         x = np.arange(n)
         width = 0.38
-        acc = summary["accuracy"].to_numpy(float)
-        err = np.vstack(
-            [acc - summary["accuracy_low"].to_numpy(float), summary["accuracy_high"] - acc]
-        )
+        values = summary[lead.name].to_numpy(float)
+        err = None
+        if lead.interval:
+            low, high = (summary[c].to_numpy(float) for c in lead.interval)
+            err = np.vstack([values - low, high - values])
+        elif lead.spread and lead.spread in summary:
+            sd = summary[lead.spread].fillna(0).to_numpy(float)
+            err = np.vstack([np.minimum(sd, values), sd])
         cols = [colors[m] for m in summary["memory"]]
+        interval = (
+            " (95% Wilson CI)"
+            if lead.interval
+            else " (± sd over judge runs)"
+            if (err is not None)
+            else ""
+        )
         bars = ax.bar(
             x - width / 2,
-            acc,
+            values,
             width,
             yerr=err,
             capsize=3,
             color=cols,
             edgecolor="black",
             linewidth=0.5,
-            label="recall accuracy (95% Wilson CI)",
+            label=f"{lead.noun}{interval}",
             error_kw={"elinewidth": 1},
         )
         for b in bars:
             b.set_gid("recall")
         hits = ax.bar(
             x + width / 2,
-            summary["context_hit_rate"].to_numpy(float),
+            summary[beside.name].to_numpy(float),
             width,
             color=[(*c[:3], 0.35) for c in cols],
             edgecolor=cols,
             hatch="//",
             linewidth=1,
-            label="context hit rate",
+            label=beside.noun,
         )
         for b in hits:
             b.set_gid("context_hit")
-        lows, highs = summary["accuracy_low"].to_numpy(float), summary["accuracy_high"]
-        for xi, a, low, high in zip(x, acc, lows, highs.to_numpy(float), strict=True):
-            if math.isnan(a):
-                continue
-            # inside the bar where its error bar starts above the label, else above the bar
-            inside = low >= LABEL_CLEARANCE
-            ax.text(
-                xi - width / 2,
-                0.01 if inside else high + 0.015,
-                percent(a, digits=0),
-                ha="center",
-                va="bottom",
-                fontsize=8,
-                color="white" if inside else "black",
-                gid="recall_label",
-            )
+        tops = values if err is None else values + err[1]
+        lows = values if err is None else values - err[0]
+        _value_labels(ax, x - width / 2, values, lows, tops)
         _xticks(ax, list(summary["memory"]))
-        ax.set_ylim(0, 1.17)
-        ax.set_yticks(np.linspace(0, 1, 6))
+        top = _fit_top([*tops, *summary[beside.name].to_numpy(float)])
+        ax.set_ylim(0, top)
+        ax.set_yticks([t for t in np.linspace(0, 1, 11) if t <= top / 1.17 + 1e-9])
         ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
         ax.set_ylabel("share of probes")
-        ax.set_title("Recall accuracy and context hits per memory")
+        ax.set_title(f"{lead.title.split(' (')[0]} and {beside.noun} per memory")
         ax.legend(
             handles=[
                 Patch(facecolor="0.4", edgecolor="black", label=bars.get_label()),
@@ -183,6 +267,13 @@ def recall_chart(results: Results) -> Figure:
             loc="upper center",
             ncols=2,
             frameon=False,
+        )
+        _caption(
+            fig,
+            f"{lead.noun.capitalize() if lead.noun.islower() else lead.noun}: over "
+            f"{lead.over} ({_n(_counts(results, lead.name), summary)}); {beside.noun}: over "
+            f"{beside.over} ({_n(_counts(results, beside.name), summary)}).",
+            stand_in_caveat(results),
         )
         return fig
 
@@ -281,6 +372,7 @@ def cost_frontier_chart(results: Results) -> Figure:
             "total tokens (prompt + completion + memory maintenance)",
             f"{named}" + (" (95% Wilson CI)" if bounds else ""),
             f"Cost frontier: {named} against tokens (up and left is better)",
+            summary[bounds[1]] if bounds else summary[y],
         )
         points = [
             (
@@ -297,14 +389,17 @@ def cost_frontier_chart(results: Results) -> Figure:
         return fig
 
 
-def _score_token_axes(ax: Axes, tokens: pd.Series, xlabel: str, ylabel: str, title: str) -> None:
-    """A score (0-1) against tokens: log tokens when they span more than 20x, percent scores."""
+def _score_token_axes(
+    ax: Axes, tokens: pd.Series, xlabel: str, ylabel: str, title: str, scores: pd.Series
+) -> None:
+    """A score (0-1) against tokens: log tokens when they span more than 20x, percent scores on
+    an axis fitted to them (from 0, a tenth above the highest, at most 100%)."""
     if len(tokens) and tokens.max() > 20 * max(tokens.min(), 1):
         ax.set_xscale("log")
     ax.xaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: _tokens(v)))
-    ax.set_ylim(-0.02, 1.05)
+    ax.set_ylim(-0.02, _fit_top(list(pd.to_numeric(scores, errors="coerce"))) / 1.17 + 0.05)
     ax.margins(x=0.15)
-    ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
+    ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0, decimals=0))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -316,6 +411,29 @@ def score_metric(summary: pd.DataFrame) -> tuple[str, str]:
     if judged(summary):
         return "judge_accuracy", "J, judge accuracy (mean over runs)"
     return "f1_locomo", "F1 (LoCoMo's definition)"
+
+
+# Why the field's answer scores of a conversational reply are low (the report's note too).
+CONVERSATIONAL_NOTE = (
+    "Low by construction: F1, BLEU-1 and EM compare the whole reply with a short gold answer, "
+    "so a conversational reply scores low even when it is right (and EM is near 0). "
+    "memory-lab run --answer-style short asks for a short phrase, the style LoCoMo's and Mem0's "
+    "papers score."
+)
+
+
+def score_caveats(results: Results, column: str) -> list[str]:
+    """What the score chart says under itself: that the replies it scores are the offline
+    reader's, and that F1 of conversational replies is low by construction, where so."""
+    caveats = []
+    stand_in = stand_in_caveat(results)
+    if stand_in:
+        caveats.append(stand_in.replace("so recall ranks", "so this score, like recall, ranks"))
+    spec = results.spec
+    style = (spec.answer_style if spec is not None else None) or "conversation"
+    if column != "judge_accuracy" and style == "conversation":
+        caveats.append(CONVERSATIONAL_NOTE)
+    return caveats
 
 
 def score_tokens_chart(results: Results) -> Figure:
@@ -343,6 +461,7 @@ def score_tokens_chart(results: Results) -> Figure:
             "prompt tokens per query (mean over probes)",
             label,
             f"{label.split(',')[0]} against tokens per query (up and left is better)",
+            summary[column],
         )
         points = [
             (
@@ -355,6 +474,7 @@ def score_tokens_chart(results: Results) -> Figure:
             )
             for r in summary.sort_values(column, ascending=False).to_dict("records")
         ]
+        _caption(fig, *score_caveats(results, column))
         _place_labels(fig, ax, points)
         return fig
 
@@ -428,9 +548,14 @@ def prompt_growth_chart(results: Results, dialogue: str | None = None) -> Figure
 
 
 def category_heatmap(results: Results) -> Figure:
-    """Recall accuracy per memory and probe category, each cell annotated."""
+    """The figure the run is ranked by (as ``recall_chart``: J, recall or evidence recall) per
+    memory and probe category, each cell annotated with the probes it is over."""
     with chart_style():
-        acc, count = category_grid(results)
+        lead = ranking_metric([results], summarize(results)) or metric("evidence_recall")
+        column = {"judge_accuracy": "judge_correct", "accuracy": "correct"}.get(
+            lead.name, lead.name
+        )
+        acc, count = category_grid(results, column)
         memories, cats = list(acc.index), list(acc.columns)
         fig = _figure(max(6.0, 1.6 + 0.95 * len(cats)), max(3.0, 1.4 + 0.5 * len(memories)))
         ax = fig.add_subplot()
@@ -458,9 +583,10 @@ def category_heatmap(results: Results) -> Figure:
         ax.set_yticks(range(len(memories)))
         ax.set_yticklabels(memories)
         ax.set_xlabel("probe category")
-        ax.set_title("Recall accuracy by probe category")
+        ax.set_title(f"{lead.title.split(' (')[0]} by probe category")
         bar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
         bar.ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
+        _caption(fig, f"n: the probes of the category it is over ({lead.over}; – none).")
         return fig
 
 

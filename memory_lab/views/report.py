@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import math
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from memory_lab.log.run_spec import RunSpec
+from memory_lab.models.accounting import LOCAL_PRICE_MODEL
 from memory_lab.results.compare import combine, compare_summary, differences, run_names
 from memory_lab.results.judge_costs import judge_costs
 from memory_lab.results.pairs import paired_comparison
@@ -23,11 +25,11 @@ from memory_lab.results.published import is_locomo_run, published_locomo
 from memory_lab.results.read import Results, read_results
 from memory_lab.results.standings import ranking_metric, run_facts
 from memory_lab.results.summary import FIELD_SCORES, summarize, summarize_by_category
-from memory_lab.scoring.metrics import metric
-from memory_lab.views.charts import CHARTS, chart_style
+from memory_lab.scoring.metrics import PROBES, metric
+from memory_lab.views.charts import CHARTS, CONVERSATIONAL_NOTE, chart_style
 from memory_lab.views.headline import headline
 from memory_lab.views.numbers import EMPTY, is_missing, percent
-from memory_lab.views.tables import summary_notes
+from memory_lab.views.tables import cost_text, priced_local, summary_notes
 
 REPORT_FILE = "report.html"
 
@@ -96,38 +98,40 @@ def _run_section(spec: RunSpec | None, name: str | None = None) -> str:
     )
 
 
-def _summary_section(summary: pd.DataFrame, notes: list[str]) -> str:
+# The summary table's columns: the declared figures (``scoring/metrics.py``), by their labels,
+# as the terminal's table shows them (``views/tables.format_summary``).
+SUMMARY_TABLE = (
+    "answerable", "evidence_recall", "context_hit_rate", "accuracy", "abstention_accuracy",
+    "stale_rate", "mean_prompt_tokens", "memory_tokens", "total_tokens", "est_cost_usd", "seconds",
+)  # fmt: skip
+
+
+def _summary_cell(r: dict[str, Any], name: str, local: bool) -> str:
+    m = metric(name)
+    if name == "accuracy":
+        return (
+            f"{percent(r['accuracy'])} [{percent(r['accuracy_low'])}–{percent(r['accuracy_high'])}]"
+        )
+    if m.unit == "share":
+        return percent(r[name])
+    if name == "est_cost_usd":
+        return cost_text(r[name], local=local)
+    if name == "seconds":
+        return f"{r[name]:.1f}"
+    if name == "mean_prompt_tokens":
+        return EMPTY if is_missing(r[name]) else f"{r[name]:.0f}"
+    return f"{r[name]:,}"
+
+
+def _summary_section(summary: pd.DataFrame, notes: list[str], local: bool = False) -> str:
+    """The summary table, its columns as the terminal's, labelled as declared; ``local``: every
+    token priced as a local model's (cost ``local``, as the terminal writes it)."""
     rows = [
-        [
-            escape(r["memory"]),
-            str(r["answerable"]),
-            percent(r["evidence_recall"]),
-            percent(r["context_hit_rate"]),
-            f"{percent(r['accuracy'])} "
-            f"[{percent(r['accuracy_low'])}–{percent(r['accuracy_high'])}]",
-            percent(r["abstention_accuracy"]),
-            percent(r["stale_rate"]),
-            f"{r['mean_prompt_tokens']:.0f}",
-            f"{r['memory_tokens']:,}",
-            f"{r['total_tokens']:,}",
-            f"{r['est_cost_usd']:.4f}",
-            f"{r['seconds']:.1f}",
-        ]
+        [escape(r["memory"]), *(_summary_cell(r, name, local) for name in SUMMARY_TABLE)]
         for r in summary.to_dict("records")
     ]
-    header = [
-        "memory",
-        "answerable probes",
-        "evidence recall",
-        "answer in context",
-        "recall (95% Wilson CI)",
-        "abstention accuracy",
-        "stale",
-        "prompt/turn",
-        "mem tokens",
-        "total tokens",
-        "est. cost $",
-        "sec",
+    header = ["memory"] + [
+        metric(name).label + (" (95% CI)" if name == "accuracy" else "") for name in SUMMARY_TABLE
     ]
     return (
         '<h2 id="summary">Summary</h2>'
@@ -160,14 +164,6 @@ METRICS_NOTE = (
     "(evaluation/metrics/utils.py: token sets; NLTK BLEU-1 with smoothing 1). Search is the "
     "memory read for a probe's prompt, total adds the answering call; p50/p95 by linear "
     "interpolation (numpy's default). Tokens held: what the memory holds at the dialogue's end."
-)
-
-
-CONVERSATIONAL_NOTE = (
-    "Low by construction: F1, BLEU-1 and EM compare the whole reply with a short gold answer, "
-    "so a conversational reply scores low even when it is right (and EM is near 0). "
-    "memory-lab run --answer-style short asks for a short phrase, the style LoCoMo's and Mem0's "
-    "papers score."
 )
 
 
@@ -406,7 +402,7 @@ def _pairs_section(pairs: pd.DataFrame) -> str:
         "memory A",
         "memory B",
         "paired probes",
-        "accuracy A vs B",
+        f"{metric('accuracy').label} A vs B",
         "A − B (95% CI)",
         "only A / only B right",
         "McNemar exact p",
@@ -415,7 +411,8 @@ def _pairs_section(pairs: pd.DataFrame) -> str:
     return (
         '<h2 id="pairs">Paired comparison on the same probes</h2><p class=note>Each pair of '
         "memories is "
-        "compared on the probes both answered. <b>McNemar exact p</b>: two-sided exact binomial "
+        f"compared on the probes both answered, of those recall is over ({PROBES}: the "
+        "summary's). <b>McNemar exact p</b>: two-sided exact binomial "
         "test on the discordant probes (only A right vs only B right, p = ½). <b>95% CI</b> of the "
         "accuracy difference: Newcombe's hybrid score interval for paired proportions (1998, "
         "method 10, from Wilson intervals with the pairs' correlation). <b>Holm-adjusted p</b> "
@@ -643,9 +640,11 @@ def judge_notes(runs: list[Results], names: list[str]) -> list[str]:
     lines = []
     for run, name in zip(runs, names, strict=True):
         for cost in judge_costs(run.path):
-            price = (
-                "no list price" if cost.est_cost_usd is None else f"est. ${cost.est_cost_usd:.4f}"
+            price = cost_text(
+                math.nan if cost.est_cost_usd is None else cost.est_cost_usd,
+                local=cost.price_model == LOCAL_PRICE_MODEL,
             )
+            price = price if price in ("local", "no list price") else f"est. {price}"
             where = f"{name}: " if len(runs) > 1 else ""
             lines.append(
                 f"{where}judge of {cost.scorer}: {cost.judge}, {cost.calls:,} calls "
@@ -686,12 +685,22 @@ def comparison(runs: list[Results], names: list[str]) -> dict[str, Any]:
     }
 
 
+# The page's definitions, from the declarations: the same names and probe sets as every view.
+DEFINITIONS = (
+    f"{metric('evidence_recall').title.split(' (')[0]}: of {metric('evidence_recall').over}, the "
+    "mean share of each one's evidence turns the memory's context carried. "
+    f"{metric('context_hit_rate').title}: of {metric('context_hit_rate').over}, the share whose "
+    f"answer was in the context. {metric('accuracy').title}: of {PROBES}, the share the "
+    "answering model got right. Costs are estimates from the price table named below."
+)
+
+
 def _render(title: str, runs: list[Results], names: list[str]) -> str:
     parts = comparison(runs, names)
     results, summary = parts["results"], parts["summary"]
     sections = [
         _headline_section(parts["headline"], parts["stand_in"]),
-        _summary_section(summary, parts["notes"])
+        _summary_section(summary, parts["notes"], all(priced_local(r.spec) for r in runs))
         + _differences_section(parts["differences"], names),
         _charts_section(results),
         _pairs_section(parts["pairs"]),
@@ -706,8 +715,7 @@ def _render(title: str, runs: list[Results], names: list[str]) -> str:
     body = "\n".join(
         [
             f"<h1>{escape(title)}</h1>",
-            "<p class=note>Recall is the share of probes answered correctly; costs are estimates "
-            "from the price table named below.</p>",
+            f"<p class=note>{escape(DEFINITIONS)}</p>",
             _toc(sections, run_names),
             *sections,
         ]

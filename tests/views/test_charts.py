@@ -7,7 +7,7 @@ import warnings
 import pytest
 from matplotlib.figure import Figure
 
-from memory_lab.results.standings import pareto_front
+from memory_lab.results.standings import pareto_front, ranking_metric
 from memory_lab.results.summary import summarize
 from memory_lab.views.charts import (
     category_heatmap,
@@ -28,20 +28,53 @@ def _gid_patches(ax, gid):
     return [p for p in ax.patches if p.get_gid() == gid]
 
 
-def test_recall_chart_has_one_recall_and_one_hit_bar_per_memory(small_run):  # noqa: F811
+def test_the_first_chart_shows_the_ranking_figure_beside_answer_in_context(small_run):  # noqa: F811
+    """Offline, the answer box ranks by evidence recall: so does the first chart, named as
+    declared, with the probes each bar is over and the stand-in's caveat on the chart."""
     fig = recall_chart(small_run)
     assert isinstance(fig, Figure)
     ax = fig.axes[0]
     recall, hits = _gid_patches(ax, "recall"), _gid_patches(ax, "context_hit")
     assert len(recall) == len(hits) == len(SMALL_MEMORIES)
     summary = summarize(small_run)
-    assert [round(p.get_height(), 6) for p in recall] == [round(a, 6) for a in summary["accuracy"]]
+    assert ranking_metric([small_run], summary).name == "evidence_recall"
+    assert [round(p.get_height(), 6) for p in recall] == [
+        round(a, 6) for a in summary["evidence_recall"]
+    ]
+    assert [round(p.get_height(), 6) for p in hits] == [
+        round(a, 6) for a in summary["context_hit_rate"]
+    ]
     colors = memory_colors(small_run)
     assert [tuple(p.get_facecolor()) for p in recall] == [
         pytest.approx(colors[m]) for m in SMALL_MEMORIES
     ]
     assert [t.get_text() for t in ax.get_xticklabels()] == SMALL_MEMORIES
-    assert len(ax.collections) >= 1  # the Wilson error bars
+    assert ax.get_title() == "Evidence recall and answer in context per memory"
+    (caveat,) = [t.get_text() for t in fig.texts if t.get_gid() == "caveat"]
+    evidence = small_run.probes["evidence_recall"].notna() & (
+        small_run.probes["category"] != "abstention"
+    )
+    n = int(evidence.sum() / len(SMALL_MEMORIES))
+    assert f"answerable probes with evidence (n = {n})" in caveat.replace("\n", " ")
+    assert "offline reader's (a stand-in)" in caveat
+    top = max(summary["evidence_recall"].max(), summary["context_hit_rate"].max())
+    assert ax.get_ylim()[1] <= 1.17 and ax.get_ylim()[1] >= top  # fits its data
+
+
+def test_a_share_axis_fits_data_far_below_100_percent(small_run, monkeypatch):  # noqa: F811
+    from memory_lab.views import charts
+
+    real = charts.summarize
+
+    def low(results):  # the figures of a run whose memories all sit near 15%
+        frame = real(results)
+        for column in ("evidence_recall", "context_hit_rate"):
+            frame[column] = 0.15
+        return frame
+
+    monkeypatch.setattr(charts, "summarize", low)
+    ax = recall_chart(small_run).axes[0]
+    assert 0.15 < ax.get_ylim()[1] <= 0.3 * 1.17
 
 
 def test_colours_are_fixed_in_run_order(small_run):  # noqa: F811
@@ -138,11 +171,15 @@ def test_score_chart_plots_j_when_the_run_was_judged_else_locomo_f1(small_run): 
     assert ax.get_ylabel().startswith("F1")
 
 
-def test_recall_labels_never_sit_under_an_error_bar(small_run):  # noqa: F811
+def test_recall_labels_never_sit_under_an_error_bar(small_run, monkeypatch):  # noqa: F811
     """A value label at the foot of a short bar would be crossed by its error bar: such a
-    label goes above the bar's interval instead."""
+    label goes above the bar's interval instead (recall with its Wilson interval: the run
+    taken as one with a real answering model)."""
+    from memory_lab.scoring.metrics import metric
+    from memory_lab.views import charts
     from memory_lab.views.charts import LABEL_CLEARANCE
 
+    monkeypatch.setattr(charts, "ranking_metric", lambda runs, summary: metric("accuracy"))
     ax = recall_chart(small_run).axes[0]
     summary = summarize(small_run)
     labels = [t for t in ax.texts if t.get_gid() == "recall_label"]
@@ -153,3 +190,4 @@ def test_recall_labels_never_sit_under_an_error_bar(small_run):  # noqa: F811
         clear_above = y > row["accuracy_high"]
         assert clear_below or clear_above, (row["memory"], y, row["accuracy_low"])
         assert label.get_text() == f"{100 * row['accuracy']:.0f}%"
+    assert len(ax.collections) >= 1  # the Wilson error bars

@@ -17,7 +17,7 @@ import pytest
 
 from memory_lab.cli import main
 from memory_lab.results.pairs import paired_comparison
-from memory_lab.results.summary import summarize_by_category
+from memory_lab.results.summary import recall_probes, summarize, summarize_by_category
 from memory_lab.views.report import REPORT_FILE, write_report
 
 from ..conftest import FIXTURES
@@ -38,9 +38,18 @@ def test_paired_comparison_covers_every_pair(small_run):  # noqa: F811
         ("buffer", "summary"),
         ("window:k=1", "summary"),
     ]
-    n_probes = small_run.probes.groupby("memory").size().iloc[0]
-    assert (pairs["probes"] == n_probes).all()
     assert (pairs["p_mcnemar"].between(0, 1)).all()
+    # over the probes the summary's recall is over: the same figures as the summary's
+    summary = summarize(small_run).set_index("memory")
+    probes = small_run.probes
+    assert (probes["category"] == "abstention").any()  # left out of both
+    for r in pairs.to_dict("records"):
+        for side in ("a", "b"):
+            row = summary.loc[r[f"memory_{side}"]]
+            graded = recall_probes(small_run)
+            assert r["probes"] == (graded["memory"] == r[f"memory_{side}"]).sum()
+            assert r["probes"] < (probes["memory"] == r[f"memory_{side}"]).sum()
+            assert r[f"accuracy_{side}"] == pytest.approx(row["accuracy"])
 
 
 @pytest.fixture(scope="module")
