@@ -114,8 +114,8 @@ def _summary_cell(r: dict[str, Any], name: str, local: bool) -> str:
         )
     if m.unit == "share":
         return percent(r[name])
-    if name == "est_cost_usd":
-        return cost_text(r[name], local=local)
+    if name == "est_cost_usd":  # under "est. cost $", as the terminal writes it
+        return cost_text(r[name], local=local).removeprefix("$")
     if name == "seconds":
         return f"{r[name]:.1f}"
     if name == "mean_prompt_tokens":
