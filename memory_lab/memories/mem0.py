@@ -98,6 +98,12 @@ def _import_mem0(folder: Path) -> Any:
             logging.getLogger(main.__name__).addFilter(
                 lambda record: "does not support keyword search" not in record.getMessage()
             )
+            # without spaCy (mem0ai's nlp extra, which would download a model at run time)
+            # mem0 matches keywords and entities on the text as it is, and says so at every
+            # load as a warning naming a pip command: said in the docs instead
+            logging.getLogger("mem0.utils.spacy_models").addFilter(
+                lambda record: "spaCy is not installed" not in record.getMessage()
+            )
             main.uuid = _Mem0Ids()
             mem0_prompt = main.generate_additive_extraction_prompt
 

@@ -126,3 +126,24 @@ def test_on_postgres_mem0_holds_and_recalls_what_it_holds_in_chroma(
     assert len(kept) == 1 and kept.pop() == pg_table(cell.resources.cell_id)
     with psycopg.connect(pgvector_url) as conn:  # keep=true left its table: drop it here
         conn.execute(f"DROP TABLE {pg_table(cell.resources.cell_id)}")
+
+
+def test_mem0_s_spacy_warnings_do_not_reach_the_user(tmp_path, caplog, monkeypatch):
+    """Without spaCy (mem0ai's nlp extra) mem0 warns at every load with a pip command, which
+    read as an error: the docs say it once instead. Its other warnings still pass."""
+    import logging
+
+    from memory_lab.memories.mem0 import _import_mem0
+
+    monkeypatch.setenv("MEM0_DIR", str(tmp_path))  # as a run sets it, restored after
+    _import_mem0(tmp_path)
+    spacy_log = logging.getLogger("mem0.utils.spacy_models")
+    with caplog.at_level(logging.WARNING, logger="mem0.utils.spacy_models"):
+        spacy_log.warning(
+            "Failed to load spaCy full model: spaCy is not installed. Install it with: "
+            "pip install mem0ai[nlp]"
+        )
+        spacy_log.warning("Failed to load spaCy full model: something else")
+    assert [r.getMessage() for r in caplog.records] == [
+        "Failed to load spaCy full model: something else"
+    ]
