@@ -153,3 +153,12 @@ def _browse_from_file_url(site: Path) -> None:
         WebDriverWait(driver, 20).until(
             lambda d: d.find_elements(By.CSS_SELECTOR, ".md-search-result__item")
         )
+
+
+def test_the_api_page_reads_as_it_is():
+    """docs/api.md is mkdocstrings directives for the site; read raw (as the README's links
+    show it) each section names its objects with their first lines."""
+    page = (DOCS / "api.md").read_text("utf-8")
+    for section in page.split("\n## ")[1:]:
+        named = re.findall(r"^- `([\w.]+)`: \S", section, re.M)
+        assert named == re.findall(r"^::: ([\w.]+)$", section, re.M), section.splitlines()[0]
