@@ -42,13 +42,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dialogues", required=True, help="a dialogue source, as for run")
     parser.add_argument("--memory", nargs="+", default=["vector", "hybrid"])
+    parser.add_argument("--keep", type=Path, help="keep the two results folders here")
     args = parser.parse_args(argv)
     orders = [args.memory, args.memory[::-1]]
     seen = []
     with tempfile.TemporaryDirectory(prefix="cell-order-") as tmp:
         for n, order in enumerate(orders):
             print(f"run {n + 1}: --memory {' '.join(order)}", flush=True)
-            seen.append(run(args.dialogues, order, Path(tmp) / f"order{n}"))
+            folder = (args.keep or Path(tmp)) / f"order{n + 1}"
+            seen.append(run(args.dialogues, order, folder))
     print()
     print(f"{'memory':<12} {'sec (given)':>12} {'sec (reversed)':>15} {'ratio':>6}"
           f" {'reader sec (given)':>19} {'reader sec (reversed)':>22}")  # fmt: skip

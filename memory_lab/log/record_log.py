@@ -35,6 +35,7 @@ from typing import Any, Protocol, TypeVar
 from memory_lab.log.faults import fault_point
 from memory_lab.log.formats import stream_header
 from memory_lab.log.records import record_problem
+from memory_lab.log.safe_files import check_folder, open_fd, open_new
 from memory_lab.text.limits import MAX_RECORDS_BYTES, open_regular
 
 PARTS_DIR = "parts"
@@ -87,7 +88,7 @@ class PartWriter:
         self.parts_dir = parts_dir
         self.final = complete_part(parts_dir, index)
         self.path = parts_dir / f"cell-{index:05d}.{attempt}.partial"
-        self._fh = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - closed in finish
+        self._fh = open_new(self.path)  # never through a link; closed in finish
 
     def write(self, record: dict[str, Any]) -> None:
         with naming_file(self.path):
@@ -116,7 +117,7 @@ class RecordLog:
 
     def __init__(self, path: Path):
         self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd = open_fd(path, os.O_APPEND)  # never through a link (log/safe_files.py)
         if os.fstat(self._fd).st_size == 0:  # a new stream begins with its format's header
             with naming_file(path):
                 os.write(self._fd, dump_record(stream_header()).encode())
@@ -205,7 +206,7 @@ def prepare_parts(parts_dir: Path, wanted: dict[int, CellKey]) -> dict[int, dict
 
     Returns the closing cell record of each adopted part by cell index.
     """
-    parts_dir.mkdir(exist_ok=True)
+    check_folder(parts_dir)  # made if need be; a link there is refused
     adopted = {}
     for path in sorted(parts_dir.iterdir()):
         match = _COMPLETE.fullmatch(path.name)

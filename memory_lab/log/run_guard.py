@@ -21,6 +21,7 @@ line (argv, package versions, platform, run id) is left out.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -78,7 +79,12 @@ def hold_folder(folder: str | Path) -> Iterator[None]:
 def _lock(path: Path, folder: str | Path) -> int:
     """A descriptor of ``path`` locked by this process (the file ``path`` names now)."""
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:  # never through a link planted in the folder
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise BadInput(f"{path} is a symbolic link: remove it") from None
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -77,6 +77,8 @@ def write_run_info(folder: Path, info: dict[str, Any]) -> None:
     tmp = run_file.with_name(RUN_FILE + ".tmp")
     with naming_file(run_file):
         try:
+            if tmp.is_symlink():  # planted: never written through
+                tmp.unlink()
             tmp.write_text(text, "utf-8")
             tmp.replace(run_file)
         except OSError:

@@ -52,6 +52,7 @@ from memory_lab.dialogue.importers.beam import (
     VALUE_NUGGET,
 )
 from memory_lab.errors import BadInput
+from memory_lab.log.safe_files import open_new
 from memory_lab.models.accounting import Usage
 from memory_lab.scoring.judge import (
     assigned_value,
@@ -604,7 +605,7 @@ def write_scores(
     from memory_lab.results.judge_costs import write_account
 
     out = Path(results_dir) / SCORES_FILE
-    with open(out, "w", newline="", encoding="utf-8") as fh:
+    with open_new(out, "w", newline="") as fh:  # never through a link (log/safe_files.py)
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_lab.log.config import RunConfig
+from memory_lab.log.safe_files import write_replacing
 from memory_lab.models.accounting import LOCAL_PRICE, LOCAL_PRICE_MODEL, Price, load_prices
 from memory_lab.models.providers import client_settings
 from memory_lab.models.spec import ClientSettings, ModelSpec
@@ -140,9 +141,7 @@ def write_account(
     account = judge.account(protocols)
     document = {"scorer": scorer, "run_id": read_run_json(Path(folder)).get("run_id")}
     document.update(account.to_dict())
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(document, indent=2) + "\n", "utf-8")
-    os.replace(temporary, path)
+    write_replacing(path, json.dumps(document, indent=2) + "\n")  # never through a link
     return account
 
 

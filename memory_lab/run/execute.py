@@ -37,6 +37,7 @@ from memory_lab.log.run_guard import hold_folder
 from memory_lab.log.run_spec import (
     RunSpec,
 )
+from memory_lab.log.safe_files import open_new
 from memory_lab.memories.registry import (
     MemorySpec,
 )
@@ -117,7 +118,7 @@ def _keep_ended_cells(spec: RunSpec, folder: Path) -> tuple[RunSpec, list[CellTa
     tmp = folder / (RECORDS_FILE + ".tmp")
     with naming_file(tmp):
         try:
-            with open(tmp, "w", encoding="utf-8") as fh:
+            with open_new(tmp) as fh:  # never through a link (log/safe_files.py)
                 fh.write(dump_record(stream_header()))  # kept records read in this format
                 fh.writelines(dump_record(r) for r in keep)
                 fh.flush()
@@ -174,8 +175,8 @@ def _execute(
     summary = summarize(results)
     tables = {SUMMARY_FILE: summary, CATEGORY_SUMMARY_FILE: summarize_by_category(results)}
     for name, table in tables.items():
-        with naming_file(folder / name):
-            table.to_csv(folder / name, index=False)
+        with naming_file(folder / name), open_new(folder / name) as fh:  # never through a link
+            table.to_csv(fh, index=False)
     return RunOutcome(folder, summary, failed)
 
 

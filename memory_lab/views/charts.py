@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.text import Text
 
+from memory_lab.log.safe_files import check_folder, open_new
 from memory_lab.results.prompt_growth import prompt_growth
 from memory_lab.results.read import Results
 from memory_lab.results.standings import frontier, ranking_metric
@@ -651,9 +652,10 @@ CHARTS = {
 
 
 def save_charts(results: Results, out_dir: str | Path | None = None) -> list[Path]:
-    """Write every chart as PNG and SVG under ``<results folder>/charts/``; return the paths."""
-    folder = Path(out_dir) if out_dir else Path(results.path) / CHARTS_DIR
-    folder.mkdir(parents=True, exist_ok=True)
+    """Write every chart as PNG and SVG under ``<results folder>/charts/``; return the paths.
+    Never through a link: a ``charts`` folder or a chart file that is one is refused
+    (``log/safe_files.py``)."""
+    folder = check_folder(Path(out_dir) if out_dir else Path(results.path) / CHARTS_DIR)
     paths = []
     with chart_style():
         for name, make in CHARTS.items():
@@ -661,6 +663,7 @@ def save_charts(results: Results, out_dir: str | Path | None = None) -> list[Pat
             for ext in ("png", "svg"):
                 path = folder / f"{name}.{ext}"
                 meta = {"Date": None} if ext == "svg" else {}
-                fig.savefig(path, dpi=130, metadata=meta)
+                with open_new(path, "wb") as fh:
+                    fig.savefig(fh, format=ext, dpi=130, metadata=meta)
                 paths.append(path)
     return paths

@@ -59,6 +59,8 @@ def answer_lines(results: Results) -> list[str]:
     figures are the offline reader's."""
     from memory_lab.views.report import comparison
 
+    if results.probes.empty:  # no probe was asked (every cell failed early): no answer
+        return []
     parts = comparison([results], [""])
     if not parts["headline"]:
         return []

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from memory_lab.log.run_spec import RunSpec
+from memory_lab.log.safe_files import write_replacing
 from memory_lab.models.accounting import LOCAL_PRICE_MODEL
 from memory_lab.results.compare import combine, compare_summary, differences, run_names
 from memory_lab.results.judge_costs import judge_costs
@@ -739,10 +740,8 @@ def render_comparison(runs: list[Results], names: list[str]) -> str:
 
 
 def _write(path: Path, html: str) -> Path:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(html, "utf-8")
-    tmp.replace(path)
-    return path
+    """``html`` replacing ``path`` atomically, never through a link (``log/safe_files.py``)."""
+    return write_replacing(path, html)
 
 
 def write_report(results_dir: str | Path) -> Path:
