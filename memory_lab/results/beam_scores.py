@@ -299,15 +299,17 @@ def parse_judge_output(text: str) -> Any:
 
 def item_score(parsed: Any, protocol: str, ability: str) -> float | None:
     """A rubric item's score from the parsed judge output: ``int`` as the reference reads it
-    (0.5 -> 0), except event ordering's ``float``; ``corrected`` keeps it as it is."""
+    (0.5 -> 0), except event ordering's ``float``; ``corrected`` keeps it as it is. None (no
+    score: unreadable) for one that is not a number from 0 to 1, BEAM's scale, in either
+    protocol."""
     if not isinstance(parsed, dict) or "score" not in parsed:
         return None
     try:
         value = float(parsed["score"])
     except (TypeError, ValueError):
         return None
-    if not math.isfinite(value):
-        return None
+    if not (math.isfinite(value) and 0 <= value <= 1):  # outside BEAM's scale: unreadable,
+        return None  # counted apart and never averaged (a judge's 7 or 1e308 is no score)
     if protocol == "reference" and ability != "event_ordering":
         return float(int(value))
     return value

@@ -439,22 +439,33 @@ def judge_prompt(
     return template.format(question, answers, reply, abstention=abstention)
 
 
+# Words before the first verdict word that make it no verdict ("I cannot tell if this is
+# correct" is not CORRECT): the reply is then unreadable, counted apart, never a vote.
+_HEDGE = re.compile(
+    r"\b(?:cannot|can['’]?t|unsure|unclear|unknown|unable|if|whether|maybe|perhaps|possibly|"
+    r"might)\b",
+    re.IGNORECASE,
+)
+
+
 def parse_verdict(text: str) -> bool | None:
-    """True for CORRECT, False for WRONG/INCORRECT, else None.
+    """True for CORRECT, False for WRONG/INCORRECT, else None (unreadable).
 
     A ``"label": "..."`` field (the JSON answer some published grading prompts ask for) decides
-    when present; otherwise the first such word wins (``not correct`` is WRONG).
+    when present; otherwise the first such word wins (``not correct`` is WRONG), unless a hedge
+    comes before it (``cannot``, ``if``, ``unsure``, ... : ``_HEDGE``), which makes the reply
+    no verdict.
     """
     label = _LABEL.search(text)
     if label is not None and label.group(1).upper() in ("CORRECT", "WRONG", "INCORRECT"):
         return label.group(1).upper() == "CORRECT"
     previous = ""
-    for word in _WORD.findall(text):
-        word = word.upper()
-        if word in ("WRONG", "INCORRECT"):
-            return False
-        if word == "CORRECT":
-            return previous != "NOT"
+    for match in _WORD.finditer(text):
+        word = match.group().upper()
+        if word in ("WRONG", "INCORRECT", "CORRECT"):
+            if _HEDGE.search(text[: match.start()]):
+                return None
+            return word == "CORRECT" and previous != "NOT"
         previous = word
     return None
 

@@ -327,10 +327,9 @@ def test_a_full_disk_for_records_and_run_json_names_both_and_keeps_the_records(
 def test_a_full_disk_while_cells_write_their_parts_stops_the_run(tmp_path, capsys, monkeypatch):
     """A part that cannot be written stops the run naming the file (cells are not failed one
     after another, each unable to record its failure either)."""
-    import builtins
     import json
 
-    from memory_lab.log import record_log
+    from memory_lab.log import record_log, safe_files
 
     class FullDisk:
         def __init__(self, fh):
@@ -342,10 +341,10 @@ def test_a_full_disk_while_cells_write_their_parts_stops_the_run(tmp_path, capsy
         def __getattr__(self, name):
             return getattr(self.fh, name)
 
-    def open_part(path, *args, **kwargs):
-        return FullDisk(builtins.open(path, *args, **kwargs))
+    def open_part(path, *args, **kwargs):  # a part is opened through log/safe_files.py
+        return FullDisk(safe_files.open_new(path, *args, **kwargs))
 
-    monkeypatch.setattr(record_log, "open", open_part, raising=False)
+    monkeypatch.setattr(record_log, "open_new", open_part)
     out = tmp_path / "run"
     argv = ["run", "--memory", "buffer", "window:k=1", "--concurrency", "2", "--quiet"]
     argv += ["--dialogues", str(FIXTURES / "dialogues" / "mini.yaml"), "--out", str(out)]

@@ -142,6 +142,16 @@ def test_reference_truncates_half_scores_except_event_ordering():
     assert item_score({"score": "high"}, "reference", "summarization") is None
 
 
+@pytest.mark.parametrize("score", [1e308, -5, 7, 99, 1.5, float("inf")])
+@pytest.mark.parametrize("protocol", ["reference", "corrected"])
+def test_a_score_outside_beams_scale_is_no_score(score, protocol):
+    """A judge's 7 or 1e308 had given BEAM means of 631.5% and inf%: outside 0-1 it is
+    unreadable (counted apart), never averaged."""
+    assert item_score({"score": score}, protocol, "summarization") is None
+    assert item_score({"score": score}, protocol, "event_ordering") is None
+    assert item_score({"score": 1}, protocol, "summarization") == 1
+
+
 class Scripted:
     """A judge model answering each prompt from a list, recording what it was sent."""
 

@@ -61,6 +61,10 @@ from ..models.openai_mock import CHAT_USAGE
         ("WRONG - the correct answer is Busan", False),
         ("CORRECT, not wrong", True),
         ("I cannot tell.", None),
+        ("I cannot tell if this is correct.", None),  # a hedge before it: no verdict
+        ("I can't say whether it is wrong", None),
+        ("Unsure, maybe correct", None),
+        ("I can confirm: CORRECT", True),
         ("", None),
         ("correctly", None),
     ],
