@@ -39,6 +39,8 @@ providers the user names.
 from __future__ import annotations
 
 import os
+import sys
+import warnings
 
 OFF: dict[str, str] = {
     "ORT_DISABLE_TELEMETRY": "1",
@@ -55,5 +57,47 @@ OFF: dict[str, str] = {
 
 def switch_off() -> None:
     """Set every opt-out of ``OFF`` in this process's environment (inherited by the processes
-    it starts)."""
+    it starts), and switch off the libraries already loaded (``switch_off_loaded``)."""
+    late = "onnxruntime" in sys.modules and os.environ.get("ORT_DISABLE_TELEMETRY") != "1"
     os.environ.update(OFF)
+    switch_off_loaded()
+    if late:
+        warnings.warn(ORT_LOADED_FIRST, RuntimeWarning, stacklevel=3)
+
+
+# onnxruntime reads its switch when it loads, and its collector's uploader, started then, may
+# still resolve mobile.events.data.microsoft.com after ``disable_telemetry_events``.
+ORT_LOADED_FIRST = (
+    "onnxruntime was imported before memory_lab with its telemetry on: it has written a device "
+    "id under ~/.cache/Microsoft and may still contact Microsoft's collector; set "
+    "ORT_DISABLE_TELEMETRY=1 before importing it, or import memory_lab first"
+)
+
+
+def switch_off_loaded() -> None:
+    """Telemetry off in the libraries a process loaded before ``import memory_lab`` set the
+    variables (a notebook that imported onnxruntime or mem0 first), which read them at their
+    own import: onnxruntime's events (``disable_telemetry_events``: no collector is resolved
+    when a session starts), mem0's PostHog clients (closed, its switch turned off where its
+    modules read it) and PostHog's module switch. What such a library did at its own import is
+    done: onnxruntime, imported first without ``ORT_DISABLE_TELEMETRY``, has already written
+    its device id under ``~/.cache/Microsoft``."""
+    ort = sys.modules.get("onnxruntime")
+    if ort is not None and callable(getattr(ort, "disable_telemetry_events", None)):
+        ort.disable_telemetry_events()
+    mem0_telemetry = sys.modules.get("mem0.memory.telemetry")
+    if mem0_telemetry is not None:
+        mem0_telemetry.MEM0_TELEMETRY = False
+        client = getattr(mem0_telemetry, "client_telemetry", None)
+        if client is not None and callable(getattr(client, "close", None)):
+            client.close()
+        shutdown = getattr(mem0_telemetry, "_shutdown_oss_telemetry", None)
+        if callable(shutdown):
+            shutdown()
+    for name in ("mem0.memory.main", "mem0.memory.async_main"):
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "MEM0_TELEMETRY"):
+            module.MEM0_TELEMETRY = False
+    posthog = sys.modules.get("posthog")
+    if posthog is not None:
+        posthog.disabled = True

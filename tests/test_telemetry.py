@@ -118,3 +118,43 @@ def test_an_offline_run_of_every_memory_sends_nothing_and_writes_nothing_under_h
     ]  # fmt: skip
     dns, remote, written = traced(argv, tmp_path, timeout=600)
     assert (dns, remote, written) == ([], [], [])
+
+
+def test_onnxruntime_imported_first_is_said_in_one_warning():
+    """onnxruntime reads its switch when it loads: imported before memory_lab it has written
+    its device id, and its uploader may still resolve Microsoft's collector (seen under strace
+    in two of six runs): memory_lab switches its events off and says what it cannot undo."""
+    env = {k: v for k, v in os.environ.items() if k not in OFF}
+    code = "import onnxruntime, memory_lab"
+    done = subprocess.run(
+        [sys.executable, "-W", "always", "-c", code], env=env, capture_output=True, text=True,
+        check=True,
+    )  # fmt: skip
+    assert "RuntimeWarning: onnxruntime was imported before memory_lab" in done.stderr
+    assert "ORT_DISABLE_TELEMETRY=1" in done.stderr
+    after = subprocess.run(
+        [sys.executable, "-W", "always", "-c", "import memory_lab, onnxruntime"], env=env,
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "RuntimeWarning" not in after.stderr
+
+
+@needs_strace
+def test_mem0_and_chromadb_imported_first_send_nothing(tmp_path):
+    """A notebook that imported mem0 and chromadb before memory_lab: their clients had read
+    their switches on (mem0's PostHog client is made at import), and are switched off on the
+    loaded modules; the run sends nothing. What mem0's import itself wrote under HOME (its
+    config.json) is all there is there: nothing of the run's, matplotlib's cache included."""
+    mini, run = str(FIXTURES / "dialogues" / "mini.yaml"), str(tmp_path / "run")
+    code = (
+        "import mem0, chromadb\n"
+        "import memory_lab\n"
+        "from memory_lab.cli import main\n"
+        f"main(['run', '--memory', 'mem0', 'vector', '--dialogues', {mini!r},\n"
+        f"      '--out', {run!r}, '--quiet'])\n"
+        f"main(['report', {run!r}])\n"
+    )
+    dns, remote, written = traced([sys.executable, "-c", code], tmp_path, timeout=600)
+    home = tmp_path / "home"
+    assert (dns, remote) == ([], [])
+    assert [p.relative_to(home).as_posix() for p in written if p.is_file()] == [".mem0/config.json"]

@@ -64,6 +64,7 @@ from memory_lab.memories.protocol import (
     SessionInfo,
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
+from memory_lab.telemetry import switch_off_loaded
 
 MEMORIES_HEADER = "Memories about the user:"
 HISTORY_FILE = "mem0_history.db"
@@ -92,6 +93,7 @@ def _import_mem0(folder: Path) -> Any:
             os.environ["MEM0_DIR"] = str(folder)
         from mem0.memory import main
 
+        switch_off_loaded()  # mem0 imported before memory_lab read its switch then
         if not isinstance(main.uuid, _Mem0Ids):
             # once per cell mem0 warns that a LangChain store has no keyword search (it then
             # ranks by vectors alone, as documented): said once in the docs, not in every run

@@ -9,13 +9,21 @@ assigned in the order of the run's memories (``Results.memory_order``).
 from __future__ import annotations
 
 import math
+import os
 import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
-import matplotlib as mpl
+from memory_lab.models.cache import default_cache_dir
+
+# matplotlib keeps its font cache and config under HOME (~/.cache/matplotlib, ~/.config) unless
+# told: in memory-lab's own cache instead ($MEMORY_LAB_CACHE), as everything a run keeps; set
+# before matplotlib loads, and left alone where the user set it.
+os.environ.setdefault("MPLCONFIGDIR", str(default_cache_dir() / "matplotlib"))
+
+import matplotlib as mpl  # noqa: E402 - after its config folder is set
 import numpy as np
 import pandas as pd
 from matplotlib import font_manager

@@ -49,24 +49,25 @@ def finished_run_text(folder: str | Path, summary: pd.DataFrame) -> str:
     notes = (startup_note(results), reader_time_note(results), adversarial_note(results))
     lines += [note for note in notes if note]
     lines += ["", format_category_table(summarize_by_category(results))]
-    lines += answer_lines(results)
+    lines += answer_lines(results, summary)
     return "\n".join(lines)
 
 
-def answer_lines(results: Results) -> list[str]:
-    """The answer the report and the viewer lead with (``views/headline.py``, by the report's
-    own rule: ``report.comparison``), after the tables, with the stand-in's note where the
-    figures are the offline reader's."""
-    from memory_lab.views.report import comparison
+def answer_lines(results: Results, summary: pd.DataFrame) -> list[str]:
+    """The answer the report and the viewer lead with (``views/headline.py``: the same rule,
+    over the same summary, paired comparison and facts as ``report.comparison``), after the
+    tables (a run just ended has no BEAM scores yet: ``memory-lab beam-scores`` adds them to
+    the report's)."""
+    from memory_lab.results.pairs import paired_comparison
+    from memory_lab.results.standings import run_facts
+    from memory_lab.views.headline import headline
 
-    if results.probes.empty:  # no probe was asked (every cell failed early): no answer
+    if results.probes.empty or summary.empty:  # no probe was asked: no answer
         return []
-    parts = comparison([results], [""])
-    if not parts["headline"]:
-        return []
-    lines = ["", "The answer:"]
-    lines += [f"  {line}" for line in parts["headline"]]
-    return lines
+    pairs = paired_comparison(results)
+    pairs = pairs[pairs["probes"] > 0].reset_index(drop=True) if len(pairs) else pairs
+    lines = headline(summary, pairs, run_facts([results], summary))
+    return ["", "The answer:", *(f"  {line}" for line in lines)] if lines else []
 
 
 def startup_note(results: Results) -> str | None:
