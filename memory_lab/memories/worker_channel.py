@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import subprocess
 import threading
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memory_lab.errors import EnvironmentProblem
+from memory_lab.errors import ConfigError, EnvironmentProblem
 from memory_lab.telemetry import OFF as TELEMETRY_OFF
 
 NETWORK_CHECK = "--network-check"  # the worker's argument: print "private" if it is
@@ -78,6 +79,28 @@ def check_private(system: WorkerSystem, python: Path) -> None:
         )
 
 
+# How long a worker may stay silent while it works on a request (between two of its messages)
+# before it counts as hung: its own work between two model calls (Cognee's cognify walking a
+# BEAM-1M dataset takes seconds) stays far below it.
+SILENCE_ENV = "MEMORY_LAB_WORKER_TIMEOUT"
+DEFAULT_SILENCE = 600.0
+
+
+def silence_limit() -> float:
+    """Seconds a worker may be silent: ``$MEMORY_LAB_WORKER_TIMEOUT`` (a positive number),
+    else ``DEFAULT_SILENCE``; ConfigError naming the variable for one that is not."""
+    raw = os.environ.get(SILENCE_ENV)
+    if raw is None:
+        return DEFAULT_SILENCE
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not (0 < value < float("inf")):
+        raise ConfigError(f"{SILENCE_ENV} must be a positive number of seconds, got {raw!r}")
+    return value
+
+
 class Worker:
     """A system's worker process and its JSON-lines protocol: one request at a time; the
     worker's calls of the run's models are answered (``answer``) while it works."""
@@ -116,6 +139,21 @@ class Worker:
                 cwd=str(folder),
             )
         self.lock = threading.Lock()
+        # the worker's lines, read by a thread of their own: a wait for one is bounded
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.reader = threading.Thread(
+            target=self._read, name=f"{system.memory}-worker-reader", daemon=True
+        )
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        try:
+            for line in self.proc.stdout:
+                self.lines.put(line)
+        except (OSError, ValueError):  # closed under it: the worker is gone
+            pass
+        self.lines.put("")  # its end: the worker exited
 
     def request(self, op: str, **payload: Any) -> Any:
         """Send ``op``; answer the worker's calls until it is done; its result."""
@@ -148,8 +186,18 @@ class Worker:
         self.proc.stdin.flush()
 
     def _receive(self, op: str) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
+        """The worker's next message; a worker silent for ``silence_limit()`` seconds (hung,
+        or stopped with SIGSTOP) is killed and its cell fails in one line."""
+        limit = silence_limit()
+        try:
+            line = self.lines.get(timeout=limit)
+        except queue.Empty:
+            self.proc.kill()
+            self.proc.wait()
+            raise self.system.error(
+                f"{self.system.name}'s worker sent nothing for {limit:g} s during {op!r} (hung "
+                f"or stopped; {SILENCE_ENV} sets the limit); it was killed; its log: {self.log}"
+            ) from None
         if not line:
             self.proc.wait(timeout=30)
             tail = self.log.read_text(encoding="utf-8", errors="replace")[-2000:]
@@ -171,6 +219,7 @@ class Worker:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.reader.join(5)  # it reads the end of the exited worker's output
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
                 stream.close()
