@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import types
 import typing
 from collections.abc import Callable
@@ -249,10 +250,44 @@ def _shown(value: Any, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+MAX_COUNT = 2**63 - 1  # a count (tokens, calls, an index) fits a 64-bit integer
+
+
+@functools.cache
+def field_bounds(record_type: type) -> dict[str, str]:
+    """field -> what its value must lie in, by its annotation: ``count`` (an int: 0 to
+    ``MAX_COUNT``), ``seconds`` (a float named ...seconds: finite, at least 0) or ``share`` (any
+    other float: evidence recall, the rank and answer scores: 0 to 1)."""
+    hints = typing.get_type_hints(record_type)
+    bounds = {}
+    for f in dataclasses.fields(record_type):
+        kinds = set(typing.get_args(hints[f.name])) - {type(None)} or {hints[f.name]}
+        if kinds == {int}:
+            bounds[f.name] = "count"
+        elif kinds == {float}:
+            bounds[f.name] = "seconds" if f.name.endswith("seconds") else "share"
+    return bounds
+
+
+_BOUNDS = {
+    "count": (lambda v: 0 <= v <= MAX_COUNT, "a whole number from 0 to 2^63-1"),
+    "seconds": (lambda v: math.isfinite(v) and v >= 0, "a finite number of seconds, at least 0"),
+    "share": (lambda v: math.isfinite(v) and 0 <= v <= 1, "a share from 0 to 1"),
+}
+
+
 def _field_problem(what: str, data: dict[str, Any], record_type: type) -> str | None:
+    bounds = field_bounds(record_type)
     for name, (check, annotation) in field_checks(record_type).items():
-        if name in data and not check(data[name]):
-            return f"{what} field {name!r} must be {annotation}, got {_shown(data[name])}"
+        if name not in data:
+            continue
+        value = data[name]
+        if not check(value):
+            return f"{what} field {name!r} must be {annotation}, got {_shown(value)}"
+        if name in bounds and value is not None and type(value) is not bool:
+            ok, said = _BOUNDS[bounds[name]]
+            if not ok(value):
+                return f"{what} field {name!r} must be {said}, got {_shown(value)}"
     return None
 
 
