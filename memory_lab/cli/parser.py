@@ -171,6 +171,12 @@ def _add_replay_options(run: argparse.ArgumentParser) -> None:
         "finite number; default 60",
     )
     run.add_argument("--resume", type=Path, metavar="DIR", help="continue an interrupted run")
+    run.add_argument(
+        "--trust-sources",
+        action="store_true",
+        help="with --resume: import a memory's recorded module:factory even when it is not "
+        "memory-lab's, an installed entry point or the file recorded when the run started",
+    )
 
 
 def _add_judge_options(run: argparse.ArgumentParser) -> None:

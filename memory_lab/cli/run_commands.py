@@ -53,6 +53,7 @@ def run_command(args: argparse.Namespace) -> int:
             ray_address=args.ray_address,
             resources=resources,
             base_url=args.base_url,  # needed again when the recorded one had credentials
+            trust_sources=args.trust_sources or None,
             progress=not args.quiet,
         )
         return _report_run(outcome)

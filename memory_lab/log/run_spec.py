@@ -207,7 +207,14 @@ def _memory_specs(items: Any, where: str, label: str) -> tuple[MemorySpec, ...]:
     if not isinstance(items, list) or not all(isinstance(x, dict) for x in items):
         raise ValueError("must be a list of objects")
     return tuple(
-        MemorySpec(d["name"], dict(d.get("params") or {}), d["label"], d.get("source"))
+        MemorySpec(
+            d["name"],
+            dict(d.get("params") or {}),
+            d["label"],
+            d.get("source"),
+            d.get("source_file"),
+            d.get("source_sha256"),
+        )
         for d in items
     )
 
@@ -312,7 +319,9 @@ class ResumeOptions(TypedDict, total=False):
     run --resume``); the rest is as the run's run.json records it. ``jobs``/``concurrency`` and
     the executor (``executor``, ``ray_address``) may change; the ``resources`` must be given
     again (never written), as must a base URL with credentials (``base_url``, else
-    ``OPENAI_BASE_URL``: ``resume_base_url``). None, or not given: as recorded."""
+    ``OPENAI_BASE_URL``: ``resume_base_url``). None, or not given: as recorded.
+    ``trust_sources``: import a memory's recorded source even when it is not memory-lab's, an
+    installed entry point or the recorded file unchanged (``memories/sources.py``)."""
 
     jobs: int | None
     concurrency: int | None
@@ -320,6 +329,7 @@ class ResumeOptions(TypedDict, total=False):
     ray_address: str | None
     resources: dict[str, str] | None
     base_url: str | None
+    trust_sources: bool | None
 
 
 RESUME_OPTIONS = tuple(ResumeOptions.__annotations__)  # their names, in that order
@@ -527,7 +537,8 @@ class RunSpec(_Record):
             overrides["executor"] = executor or ("ray" if ray_address else self.config.executor)
             overrides["ray_address"] = ray_address
         self.config.replace(**overrides)  # ConfigError now for a combination it refuses
-        memories = tuple(spec_from_json(m.to_json()) for m in self.memory_specs)
+        trust = bool(options.get("trust_sources"))
+        memories = tuple(spec_from_json(m.to_json(), where, trust) for m in self.memory_specs)
         dialogues = load_dialogues(*self.dialogue_sources)
         check_dialogues(self, dialogues)
         resources = options.get("resources") or {}

@@ -27,9 +27,9 @@ from typing import Any, Literal
 
 from memory_lab.errors import BadInput, ConfigError, MemoryLabError
 from memory_lab.memories.protocol import Memory, as_memory, lookup_resource
+from memory_lab.memories.sources import ENTRY_POINT_GROUP, check_source, pin
 
 BUILTIN_PACKAGE = "memory_lab.memories"  # memories defined in it are recorded without a source
-ENTRY_POINT_GROUP = "memory_lab.memories"
 LIST_SEPARATOR = "+"
 
 _SCALARS = (int, float, str, bool)
@@ -192,6 +192,10 @@ class MemorySpec:
     params: dict[str, Any]
     label: str
     source: str | None = None
+    # the file ``source``'s module was imported from and its SHA-256, when the run started
+    # (``sources.pin``): what a resume may import (``sources.check_source``)
+    source_file: str | None = None
+    source_sha256: str | None = None
 
     @property
     def factory(self) -> MemoryFactory:
@@ -206,11 +210,13 @@ class MemorySpec:
         return {k: v for k, v in self.__dict__.items() if k != "_factory"}
 
     def to_json(self) -> dict[str, Any]:
+        pinned = {"source_file": self.source_file, "source_sha256": self.source_sha256}
         return {
             "label": self.label,
             "name": self.name,
             "params": self.params,
             "source": self.source,
+            **({k: v for k, v in pinned.items() if v is not None}),
         }
 
 
@@ -513,11 +519,18 @@ def make_spec(factory: MemoryFactory, given: dict[str, Any]) -> MemorySpec:
     label = factory.name
     if given:
         label += ":" + ",".join(f"{k}={_show(given[k])}" for k in sorted(given))
-    return _resolved(MemorySpec(factory.name, params, label, factory.source), factory)
+    file, sha = pin(factory.source)
+    spec = MemorySpec(factory.name, params, label, factory.source, file, sha)
+    return _resolved(spec, factory)
 
 
-def spec_from_json(data: dict[str, Any]) -> MemorySpec:
-    """Rebuild a spec from run.json: the recorded parameters, checked, never today's defaults."""
+def spec_from_json(
+    data: dict[str, Any], where: str = "run.json", trust_sources: bool = False
+) -> MemorySpec:
+    """Rebuild a spec from run.json: the recorded parameters, checked, never today's defaults;
+    its source imported only when a resume may (``sources.check_source``: UntrustedSource
+    naming ``where`` otherwise, unless ``trust_sources``)."""
+    check_source(data, where, trust_sources)
     factory = factory_for(data["name"], data.get("source"))
     by_name = {p.name: p for p in factory.params}
     params = {}
@@ -532,7 +545,9 @@ def spec_from_json(data: dict[str, Any]) -> MemorySpec:
         raise MemorySpecError(
             f"memory '{factory.name}' has parameters not recorded in run.json: {missing}"
         )
-    return _resolved(MemorySpec(factory.name, params, data["label"], factory.source), factory)
+    file, sha = data.get("source_file"), data.get("source_sha256")
+    spec = MemorySpec(factory.name, params, data["label"], factory.source, file, sha)
+    return _resolved(spec, factory)
 
 
 def _resolved(spec: MemorySpec, factory: MemoryFactory) -> MemorySpec:

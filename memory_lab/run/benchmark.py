@@ -5,6 +5,7 @@ two steps)."""
 from __future__ import annotations
 
 import errno
+import os
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -20,6 +21,7 @@ from memory_lab.log.run_spec import (
 from memory_lab.memories.registry import (
     MemorySpec,
 )
+from memory_lab.results.read import read_run_json
 from memory_lab.run.execute import RunOutcome, execute
 from memory_lab.run.prepare import preflight, prepare_run
 from memory_lab.text.redact import remember_resources
@@ -81,8 +83,9 @@ def resume_benchmark(
     """
     options = resume_options(options)
     folder = Path(out)
-    if not (folder / RUN_FILE).is_file():  # no lock file left in a folder that is no run's
+    if not os.path.lexists(folder / RUN_FILE):  # no lock file left in a folder that is no run's
         raise FileNotFoundError(errno.ENOENT, "no run.json to resume", str(folder))
+    read_run_json(folder)  # as report reads it: a regular file in the folder, size-bounded
     remember_resources(options.get("resources"), options.get("base_url"))
     with hold_folder(folder):  # before run.json is read: a live run's folder is refused
         spec = RunSpec.load(folder).resumed(**options)
