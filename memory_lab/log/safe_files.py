@@ -29,19 +29,35 @@ def _refuse(path: Path) -> BadInput:
     )
 
 
-def check_folder(folder: str | Path) -> Path:
-    """``folder``, made if need be; BadInput in one line when it is a symbolic link."""
+def private_folder(folder: str | Path) -> Path:
+    """``folder``, made if need be, and the folders made for it, readable by its owner alone
+    (0700: what a run keeps, prompts and recalled facts among it, is nobody else's); one that
+    was there already keeps its mode."""
     folder = Path(folder)
-    if folder.is_symlink():
-        raise _refuse(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    missing = []
+    at = folder
+    while not at.exists() and at != at.parent:
+        missing.append(at)
+        at = at.parent
+    for made in reversed(missing):
+        made.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(made, 0o700)  # whatever the umask
     return folder
 
 
-def open_fd(path: str | Path, flags: int = os.O_TRUNC, mode: int = 0o644) -> int:
+def check_folder(folder: str | Path) -> Path:
+    """``folder``, made if need be (``private_folder``); BadInput in one line when it is a
+    symbolic link."""
+    folder = Path(folder)
+    if folder.is_symlink():
+        raise _refuse(folder)
+    return private_folder(folder)
+
+
+def open_fd(path: str | Path, flags: int = os.O_TRUNC, mode: int = 0o600) -> int:
     """A descriptor for writing ``path`` (created if missing; ``flags`` adds to it: truncate by
     default, ``os.O_APPEND``, ``os.O_EXCL``), never through a link: BadInput for one at
-    ``path`` or for a folder that is one."""
+    ``path`` or for a folder that is one. A file it creates is its owner's alone (0600)."""
     path = Path(path)
     if path.parent.is_symlink():
         raise _refuse(path.parent)

@@ -125,7 +125,9 @@ class _Database:
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None or self._pid != os.getpid():
             self._conn = None
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.path.parent.exists():  # the call cache is its owner's alone
+                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                os.chmod(self.path.parent, 0o700)
             conn = sqlite3.connect(
                 self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
             )

@@ -37,7 +37,7 @@ from memory_lab.log.run_guard import hold_folder
 from memory_lab.log.run_spec import (
     RunSpec,
 )
-from memory_lab.log.safe_files import open_new
+from memory_lab.log.safe_files import open_new, private_folder
 from memory_lab.memories.registry import (
     MemorySpec,
 )
@@ -90,7 +90,7 @@ def execute(
         models = RunModels.for_spec(spec)
         if locked:
             return _start(spec, folder, models, progress, overwrite)
-        folder.mkdir(parents=True, exist_ok=True)
+        private_folder(folder)  # 0700 where it is made
         with hold_folder(folder):
             return _start(spec, folder, models, progress, overwrite)
 

@@ -37,6 +37,7 @@ from memory_lab.log.run_spec import (
     RunSpec,
     run_info_text,
 )
+from memory_lab.log.safe_files import private_folder
 from memory_lab.memories.registry import (
     MemorySpec,
     memory_factories,
@@ -184,7 +185,7 @@ def prepare_out_dir(out: str | Path, overwrite: bool = False) -> Path:
                 shutil.rmtree(path)
             elif path.exists() or path.is_symlink():
                 path.unlink()
-    folder.mkdir(parents=True, exist_ok=True)
+    private_folder(folder)  # 0700 where it is made
     return folder
 
 

@@ -90,3 +90,19 @@ def test_a_run_refuses_a_planted_summary_link(tmp_path, victim, capsys):
     assert main([*argv, "--out", str(out), "--quiet"]) == 2
     assert "summary.csv is a symbolic link" in capsys.readouterr().err
     assert victim.read_text() == "mine"
+
+
+def test_a_run_s_folder_and_files_are_its_owner_s_alone(tmp_path):
+    """Records hold prompts and recalled facts: the folder a run makes is 0700, its files
+    0600, and so is the call cache's folder."""
+    import stat
+
+    out = tmp_path / "made" / "run"
+    cache = tmp_path / "cache"
+    argv = ["run", "--memory", "window", "--dialogues", str(FIXTURES / "dialogues" / "mini.yaml")]
+    assert main([*argv, "--out", str(out), "--cache-dir", str(cache), "--quiet"]) == 0
+    assert main(["report", str(out)]) == 0
+    for folder in (out, out.parent, cache):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    for name in ("records.jsonl", "summary.csv", "report.html", "charts/recall.png"):
+        assert stat.S_IMODE((out / name).stat().st_mode) == 0o600, name
