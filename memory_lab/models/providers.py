@@ -26,6 +26,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
 from memory_lab.errors import ConfigError
+from memory_lab.models.deadline import deadline_client
 from memory_lab.models.spec import ClientSettings, ModelSpec
 from memory_lab.models.tokens import count_message_tokens, token_ids
 from memory_lab.text.redact import redact
@@ -188,6 +189,8 @@ def provider_chat_model(
     }
     if provider in ("openai", "anthropic"):
         kwargs["max_retries"] = settings.max_retries if max_retries is None else max_retries
+    if provider == "openai":  # a total deadline per response, a trickled body's too
+        kwargs["http_client"] = deadline_client(kwargs["timeout"])
     if url:
         kwargs["base_url"] = url
     with _BUILD_LOCK:
@@ -240,6 +243,7 @@ def _build_embeddings(spec: str, base_url: str | None, settings: ClientSettings)
             "model": model,
             "max_retries": settings.max_retries,
             "request_timeout": settings.timeout,
+            "http_client": deadline_client(settings.timeout),  # a total deadline per response
         }
         if url:
             kwargs["base_url"] = url

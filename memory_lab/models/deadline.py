@@ -1,0 +1,54 @@
+"""A total deadline on a provider's response, its body included.
+
+httpx's timeouts bound each wait (connect, one read, ...): a server that sends its headers and
+then a byte a second never trips them, and held ``run --request-timeout 5`` for 200 s. The
+OpenAI-compatible clients memory-lab builds send their requests through ``deadline_client``: a
+response whose body is not in within ``seconds`` of the request (the run's request timeout)
+raises httpx's ``ReadTimeout``, which the client retries and then reports as any timeout.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import httpx
+
+
+class _DeadlineStream(httpx.SyncByteStream):
+    def __init__(self, inner: httpx.SyncByteStream, deadline: float, seconds: float, request):
+        self.inner, self.deadline, self.seconds, self.request = inner, deadline, seconds, request
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self.inner:
+            if time.monotonic() > self.deadline:
+                raise httpx.ReadTimeout(
+                    f"the response was not in within {self.seconds:g} s (the request timeout, "
+                    "its body included)",
+                    request=self.request,
+                )
+            yield chunk
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+_STARTED = "memory_lab_started"  # the request's extension holding when it was sent
+
+
+def _mark(request: httpx.Request) -> None:
+    request.extensions[_STARTED] = time.monotonic()
+
+
+def deadline_client(seconds: float) -> httpx.Client:
+    """An httpx client whose every response must be in, body included, within ``seconds`` of
+    its request (its transport, proxies from the environment included, as httpx's own: the
+    deadline is set by event hooks around it)."""
+
+    def wrap(response: httpx.Response) -> None:
+        started = response.request.extensions.get(_STARTED, time.monotonic())
+        stream = response.stream
+        if isinstance(stream, httpx.SyncByteStream):
+            response.stream = _DeadlineStream(stream, started + seconds, seconds, response.request)
+
+    return httpx.Client(timeout=seconds, event_hooks={"request": [_mark], "response": [wrap]})
