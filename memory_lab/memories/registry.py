@@ -449,7 +449,12 @@ def _import_source(source: str, name_hint: str | None = None) -> MemoryFactory:
             factory = registered
         elif callable(obj):
             doc = (inspect.getdoc(obj) or "").split("\n")[0]
-            factory = _declare(name or name_hint or attr, obj, doc or source)
+            try:  # any callable is taken for a factory: one that is not is bad input
+                factory = _declare(name or name_hint or attr, obj, doc or source)
+            except (TypeError, ValueError) as exc:  # ValueError: no signature (a builtin)
+                raise MemorySpecError(
+                    f"memory '{source}': {attr!r} is not a memory factory ({exc})"
+                ) from None
         else:
             raise MemorySpecError(f"memory '{source}': {attr!r} is not a memory factory")
     factory = replace(factory, source=source)

@@ -111,3 +111,9 @@ def test_a_memorys_preflight_fails_the_run_before_a_results_folder(tmp_path, cap
     assert seen == [({"size": 5}, "q-7")]
     assert "queue at q-7 is closed for size=5" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_module_attribute_that_is_no_memory_factory_is_bad_input():
+    """``--memory os.path:join`` had ended in a TypeError traceback (exit 70)."""
+    with pytest.raises(MemorySpecError, match="'join' is not a memory factory"):
+        parse_memory_spec("os.path:join")
