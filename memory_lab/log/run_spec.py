@@ -97,6 +97,8 @@ def read_run_file(run_file: Path) -> dict[str, Any]:
         data = json.loads(run_file.read_text("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: JSON, long ints
         raise RunSpecError(f"{run_file}: cannot be read as JSON ({exc})") from None
+    except RecursionError:  # nested deeper than Python's parser recurses
+        raise RunSpecError(f"{run_file}: cannot be read as JSON (nested too deeply)") from None
     if not isinstance(data, dict):
         raise RunSpecError(f"{run_file}: must hold an object, got {type(data).__name__}")
     return data

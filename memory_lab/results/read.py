@@ -189,6 +189,8 @@ def _read_lines(
             if not ended:  # cut short, maybe inside a character: the kill's last write
                 break
             raise ResultsError(f"{file} line {n}: not valid JSON: {exc}") from None
+        except RecursionError:  # JSON nested deeper than Python's parser recurses
+            raise ResultsError(f"{file} line {n}: JSON nested too deeply to read") from None
         if is_header(record):
             if version is not None:
                 raise ResultsError(f"{file} line {n}: a format header after the first record")

@@ -61,3 +61,19 @@ def test_report_refuses_a_folder_with_a_share_out_of_range(tmp_path, capsys):
     assert main(["report", str(folder)]) == 2
     err = capsys.readouterr().err
     assert f"line {n + 1}" in err and "'evidence_recall' must be a share from 0 to 1" in err
+
+
+@pytest.mark.parametrize("where", ["run.json", "records.jsonl"])
+def test_json_nested_100k_deep_is_one_line(tmp_path, capsys, where):
+    """A RecursionError traceback (exit 70) had ended report and view on such a file."""
+    folder = tmp_path / "run"
+    shutil.copytree(FIXTURES / "runs" / "v1-window-buffer", folder)
+    deep = "[" * 100_000 + "]" * 100_000
+    if where == "run.json":
+        (folder / "run.json").write_text(deep)
+    else:
+        with open(folder / "records.jsonl", "a") as fh:
+            fh.write(deep + "\n")
+    assert main(["report", str(folder)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert where in line and "nested too deeply" in line
