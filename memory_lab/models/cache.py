@@ -46,6 +46,9 @@ from langchain_core.stores import ByteStore
 from memory_lab.text.redact import is_secret_name, redact, redact_value
 
 CACHE_FILE = "model-calls.sqlite"
+# The largest reply the call cache keeps (characters of its JSON): a real reply is a few KB; a
+# larger one is asked again rather than kept.
+MAX_ENTRY_BYTES = 1024 * 1024
 _LOG = logging.getLogger(__name__)
 _T = TypeVar("_T")
 CACHE_MARK = "memory_lab_cache"  # response_metadata / generation_info key set on cache hits
@@ -340,8 +343,11 @@ class CallCache(BaseCache):
         return generations
 
     def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
-        """Store the full generations of a call."""
+        """Store the full generations of a call; one over ``MAX_ENTRY_BYTES`` is not kept (a
+        provider's 50 MB reply had been cached whole, 6.1 GB after 60 calls)."""
         value = json.dumps([_generation_to_dict(g) for g in return_val], default=str)
+        if len(value) > MAX_ENTRY_BYTES:
+            return
         row = (self.key(prompt, llm_string), canonical_llm_string(llm_string), value)
         self.db.put("generations", [row])
 

@@ -70,6 +70,24 @@ def test_second_identical_call_is_a_hit_with_the_original_usage(tmp_path, mock):
     assert ends.seen[1][1]["input_tokens"] == CHAT_USAGE["prompt_tokens"]
 
 
+def test_a_huge_reply_is_not_kept(tmp_path, mock, monkeypatch):
+    """A reply over MAX_ENTRY_BYTES is asked again rather than cached (50 MB judge replies had
+    grown the cache to 6.1 GB after 60 calls)."""
+    from memory_lab.models import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "MAX_ENTRY_BYTES", 2000)
+    cache = CallCache(tmp_path)
+    mock.reply = "x" * 5000
+    model = chat(mock, cache)
+    model.invoke([HumanMessage("Tell me everything")])
+    model.invoke([HumanMessage("Tell me everything")])
+    assert mock.calls("chat") == 2 and cache.take_stats() == CacheStats(hits=0, misses=2)
+    mock.reply = "short"
+    model.invoke([HumanMessage("And briefly?")])
+    model.invoke([HumanMessage("And briefly?")])
+    assert mock.calls("chat") == 3  # a reply under the bound is kept
+
+
 def test_keys_include_model_and_parameters_but_not_retries(tmp_path, mock, monkeypatch):
     cache = CallCache(tmp_path)
     prompt = [HumanMessage("hello")]
