@@ -68,16 +68,32 @@ class Meter:
         return Usage(**asdict(self._usage))
 
 
+MAX_TOKENS = 2**63 - 1  # a count of tokens a record holds (``records.MAX_COUNT``)
+
+
+def _count(value: Any) -> int:
+    """A provider's token count as a count: one that is not a whole number from 0 to
+    ``MAX_TOKENS`` (-700, 10^300, "many") is none, 0 (the tokenizer's count stands in where a
+    reader uses one), never a negative or overflowing figure in a table."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+    return number if 0 <= number <= MAX_TOKENS else 0
+
+
 def _usage_of(response: LLMResult) -> list[tuple[int, int]]:
     out = []
     for generations in response.generations:
         for gen in generations:
             meta = getattr(getattr(gen, "message", None), "usage_metadata", None)
             if meta:
-                out.append((int(meta.get("input_tokens", 0)), int(meta.get("output_tokens", 0))))
+                out.append(
+                    (_count(meta.get("input_tokens", 0)), _count(meta.get("output_tokens", 0)))
+                )
     if not out and response.llm_output:
         tu = response.llm_output.get("token_usage") or {}
-        out.append((int(tu.get("prompt_tokens", 0)), int(tu.get("completion_tokens", 0))))
+        out.append((_count(tu.get("prompt_tokens", 0)), _count(tu.get("completion_tokens", 0))))
     return out
 
 

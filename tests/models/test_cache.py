@@ -325,3 +325,25 @@ def test_a_write_waits_for_a_lock_held_by_another_process_then_lands(tmp_path):
     assert store.mget(["first", "second"]) == [b"1", b"2"] and store.db.failures == 0
     with closing(sqlite3.connect(tmp_path / CACHE_FILE)) as db:
         assert db.execute("SELECT count(*) FROM embeddings").fetchone() == (2,)
+
+
+@pytest.mark.parametrize("bad", [-700, 10**300])
+def test_a_provider_s_usage_out_of_range_is_no_count(mock, bad):
+    """Negative usage had been reported as '-700 out'; 10^300 tokens overflowed."""
+    import json
+
+    from memory_lab.models.accounting import Meter, MeterCallback
+
+    body = {
+        "id": "chatcmpl-mock", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": bad, "total_tokens": 12},
+    }  # fmt: skip
+    mock.always["chat"] = (200, json.dumps(body), {})
+    meter = Meter()
+    model = provider_chat_model("openai:gpt-4o-mini", base_url=mock.base_url)
+    model.callbacks = [MeterCallback(meter)]
+    model.invoke([HumanMessage("Hi")])
+    usage = meter.take()
+    assert usage.input_tokens == 12 and usage.output_tokens == 0
