@@ -28,6 +28,7 @@ from memory_lab.errors import ConfigError, EnvironmentProblem
 from memory_lab.telemetry import OFF as TELEMETRY_OFF
 
 NETWORK_CHECK = "--network-check"  # the worker's argument: print "private" if it is
+CHECK_TIMEOUT = 60.0  # seconds the start-up check may take (it imports nothing heavy)
 
 
 @dataclass(frozen=True)
@@ -64,10 +65,16 @@ def check_private(system: WorkerSystem, python: Path) -> None:
             f"memory '{system.memory}': {system.private_because}, through unshare (util-linux), "
             "which is not installed"
         )
-    check = subprocess.run(
-        [*system.isolated(), str(python), "-P", "-s", "-B", str(system.script), NETWORK_CHECK],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    try:
+        check = subprocess.run(
+            [*system.isolated(), str(python), "-P", "-s", "-B", str(system.script), NETWORK_CHECK],
+            capture_output=True, text=True, timeout=CHECK_TIMEOUT,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise system.error(
+            f"memory '{system.memory}': its environment's Python ({python}) did not answer a "
+            f"start-up check within {CHECK_TIMEOUT:g} s; is it the environment's own?"
+        ) from None
     if check.stdout.strip() != "private":
         said = (check.stderr.strip() or check.stdout.strip())[-400:]
         raise system.error(

@@ -61,3 +61,19 @@ def test_the_limit_is_a_positive_number(raw, monkeypatch):
     monkeypatch.setenv(SILENCE_ENV, raw)
     with pytest.raises(ConfigError, match=SILENCE_ENV):
         silence_limit()
+
+
+def test_an_environment_python_that_never_answers_is_one_error(tmp_path, monkeypatch):
+    """A hindsight_python that sleeps had ended in a TimeoutExpired traceback."""
+    from memory_lab.memories import worker_channel
+
+    monkeypatch.setattr(worker_channel, "CHECK_TIMEOUT", 1.0)
+    sleeper = tmp_path / "python"
+    sleeper.write_text("#!/bin/sh\nsleep 30\n")
+    sleeper.chmod(0o755)
+    script = tmp_path / "worker.py"
+    script.write_text(SCRIPT)
+    system = WorkerSystem("Fake", "fake", Failure, script, lambda: [], "a test")
+    monkeypatch.setattr(worker_channel.shutil, "which", lambda name: "/usr/bin/unshare")
+    with pytest.raises(Failure, match="did not answer a start-up check within 1 s"):
+        worker_channel.check_private(system, sleeper)
