@@ -60,9 +60,19 @@ def cell_key(record: dict[str, Any]) -> CellKey:
     return (record["memory"], record["dialogue"])
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def dump_record(record: dict[str, Any]) -> str:
-    """One record as its line in records.jsonl (the same bytes wherever it is written)."""
-    return json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+    """One record as its line in records.jsonl (the same bytes wherever it is written). A lone
+    surrogate (half a UTF-16 pair: a provider's reply can carry one as JSON ``\\ud800``) is no
+    text UTF-8 can hold: it is written as U+FFFD, the replacement character."""
+    line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = _LONE_SURROGATE.sub("\ufffd", line)
+    return line
 
 
 def complete_part(parts_dir: Path, index: int) -> Path:

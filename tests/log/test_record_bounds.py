@@ -77,3 +77,15 @@ def test_json_nested_100k_deep_is_one_line(tmp_path, capsys, where):
     assert main(["report", str(folder)]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert where in line and "nested too deeply" in line
+
+
+def test_a_lone_surrogate_in_a_reply_is_written_as_the_replacement_character():
+    """A provider's reply carrying JSON "\\ud800" had ended a run in UnicodeEncodeError."""
+    from memory_lab.log.record_log import dump_record
+
+    line = dump_record({**PROBE, "reply": "Busan\ud800!"})
+    assert json.loads(line.encode("utf-8"))["reply"] == "Busan\ufffd!"
+    assert (
+        dump_record({**PROBE, "reply": "부산"})
+        == json.dumps({**PROBE, "reply": "부산"}, ensure_ascii=False, sort_keys=True) + "\n"
+    )  # other text as it was
