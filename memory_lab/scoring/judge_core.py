@@ -104,6 +104,12 @@ def invoke_judge(model: Any, prompt: Any) -> Any:
             f"judge {model_label(model)}: the provider could not be reached or refused the "
             f"request: {detail}"
         ) from exc
+    except (json.JSONDecodeError, IndexError, KeyError) as exc:  # the client reading its reply
+        detail = " ".join(redact(str(exc)).split())[:200] or type(exc).__name__
+        raise ProviderFailure(
+            f"judge {model_label(model)}: the provider's reply could not be read (not JSON, or "
+            f"no choice in it: {type(exc).__name__}: {detail})"
+        ) from exc
 
 
 def reply_text(message: Any) -> str:

@@ -169,6 +169,20 @@ def test_an_unreachable_provider_is_one_line(monkeypatch):
     assert judge.usage() == Usage()  # a failed call is not charged
 
 
+@pytest.mark.parametrize(
+    "body",
+    ['{"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}',
+     "<html>oops</html>"],
+)  # fmt: skip
+def test_a_provider_reply_that_cannot_be_read_is_one_line(mock, body):
+    """choices: [] (IndexError) and a non-JSON 200 (JSONDecodeError) had been tracebacks."""
+    mock.always["chat"] = (200, body, {})
+    (model,) = judge_models("openai:core-y", base_url=mock.base_url)
+    with pytest.raises(ProviderFailure, match="the provider's reply could not be read") as caught:
+        Judge(model).ask("hello")
+    assert "\n" not in str(caught.value) and "core-y" in str(caught.value)
+
+
 def test_meters_and_prices_add_up():
     meter = Meter()
     meter.add_llm(10, 2)
