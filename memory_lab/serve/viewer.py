@@ -45,6 +45,7 @@ from memory_lab.scoring.metrics import compared, metric
 from memory_lab.serve.guard import RequestError
 from memory_lab.serve.http import HostCheck, add_error_handlers
 from memory_lab.views.headline import ranked_by
+from memory_lab.views.tables import cost_text, priced_local
 
 MAX_RUNS = 12  # runs compared at once
 READERS = 4  # threads reading runs and computing pages, shared by every request
@@ -314,6 +315,16 @@ def create_view_app(settings: ViewSettings) -> FastAPI:
     return app
 
 
+def _with_cost_text(summary: Any, runs: list[Results]) -> Any:
+    """The summary with ``est_cost_text``, its cost as the terminal and the report write it
+    (``tables.cost_text``: ``local`` where every run's tokens are priced as a local model's)."""
+    local = bool(runs) and all(priced_local(r.spec) for r in runs)
+    if "est_cost_usd" not in summary:
+        return summary
+    texts = [cost_text(x, local=local).removeprefix("$") for x in summary["est_cost_usd"]]
+    return summary.assign(est_cost_text=texts)
+
+
 def comparison_json(parts: dict[str, Any], runs: list[Results], names: list[str]) -> dict:
     """The comparison as JSON: everything the report's sections show, and the probe grid."""
     combined: Results = parts["results"]
@@ -343,7 +354,7 @@ def comparison_json(parts: dict[str, Any], runs: list[Results], names: list[str]
         "notes": list(dict.fromkeys(parts["stand_in"] + parts["notes"])),
         "style_note": parts["style_note"],
         "differences": [{"setting": s, "values": v} for s, v in parts["differences"]],
-        "summary": _records(parts["summary"]),
+        "summary": _records(_with_cost_text(parts["summary"], runs)),
         "metrics": compared(),  # the summary's columns, as declared (scoring/metrics.py)
         "pairs": _records(parts["pairs"]),
         "probes": grid,

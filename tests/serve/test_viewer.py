@@ -320,3 +320,18 @@ def test_in_chromium_seven_memories_leave_every_column_readable(seven_run, two_r
         assert page["table"] < page["grid"][1] - 200, page  # as wide as it needs, no wider
         logs = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
         assert logs == []
+
+
+def test_a_local_model_s_cost_reads_local_as_in_the_terminal_and_the_report(tmp_path):
+    """A local model's cost was 'local' in the terminal, 0.0000 in the report and the viewer."""
+    from memory_lab.serve.viewer import _with_cost_text
+    from memory_lab.views.report import comparison, render_report
+
+    out = tmp_path / "local"
+    argv = ["run", "--memory", "window", "--dialogues", str(MINI), "--llm", "openai:llama3.1"]
+    argv += ["--base-url", "http://127.0.0.1:9/v1", "--dry-run", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    results = read_results(out)
+    summary = _with_cost_text(comparison([results], [""])["summary"], [results])
+    assert list(summary["est_cost_text"]) == ["local"]
+    assert "<td>local</td>" in render_report(results)
