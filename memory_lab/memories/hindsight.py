@@ -39,8 +39,10 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -309,6 +311,40 @@ class HindsightMemory:
         """The worker and the folder go through ``on_close``."""
 
 
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def stop_left_server(data: Path, wait: float = 10.0) -> bool:
+    """Stop the PostgreSQL a cell's worker started on ``data`` and left running: a worker killed
+    with -9 cannot stop it, and it went on (its parent then PID 1, its folder deleted). Its PID
+    is read from ``postmaster.pid`` and taken only if that process's command line names this
+    data folder; it is asked to shut down fast (SIGINT), then killed after ``wait`` seconds.
+    True when one was stopped; a worker that closed normally stopped it itself (no pid file)."""
+    try:
+        pid = int((data / "postmaster.pid").read_text().split("\n", 1)[0])
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return False
+    if str(data).encode() not in command:
+        return False
+    try:
+        os.kill(pid, signal.SIGINT)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and _running(pid):
+            time.sleep(0.1)
+        if _running(pid):
+            os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return True
+
+
 # ------------------------------------------------------------------------------ factory
 
 Budget = Literal["low", "mid", "high"]
@@ -364,6 +400,7 @@ def hindsight(
         res.on_close(lambda: shutil.rmtree(folder, ignore_errors=True))
     else:  # the worker's scratch goes; the database stays
         res.on_close(lambda: [shutil.rmtree(folder / p, ignore_errors=True) for p in ("tmp",)])
+    res.on_close(lambda: stop_left_server(folder / "data"))  # after the worker's own close
     worker = Worker(HINDSIGHT, python, folder, answer_calls(res))
     res.on_close(worker.close)
     dimension = len(res.embeddings.embed_query("dimension"))

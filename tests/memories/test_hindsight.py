@@ -398,3 +398,20 @@ def test_a_new_observation_restating_one_held_is_merged_and_a_changed_detail_kep
     assert same["text"] == "My favourite cafe is Blue Door."  # the longer wording kept
     changed = decide("My favourite cafe is Red Lamp.", "My favourite cafe is Blue Door.")
     assert changed == {"action": "keep", "text": "", "reason": "they differ in a detail"}
+
+
+def test_a_killed_worker_s_postgresql_is_stopped_by_the_run_that_started_it(nurse, run_models):
+    """A hindsight worker killed with -9 had left its PostgreSQL running after the run ended
+    (its parent PID 1, its data folder deleted): closing the cell stops it."""
+    import signal
+
+    from memory_lab.memories.hindsight import _running
+
+    cell = replayed("hindsight", nurse, run_models, upto=1)
+    worker = cell.memory.worker
+    pid = int((Path(worker.folder) / "data" / "postmaster.pid").read_text().split()[0])
+    os.kill(worker.proc.pid, signal.SIGKILL)
+    worker.proc.wait()
+    assert _running(pid)  # the server outlives its worker
+    cell.close()
+    assert not _running(pid)
