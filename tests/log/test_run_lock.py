@@ -263,8 +263,8 @@ def test_options_resume_does_not_take_are_refused_naming_them(interrupted, capsy
     err = one_line_error(capsys)
     assert f"error: {named} cannot be given with --resume" in err
     assert (
-        "only --jobs, --concurrency, --executor, --ray-address, --resource, --base-url, --quiet"
-        in err
+        "only --jobs, --concurrency, --executor, --ray-address, --resource, --base-url, "
+        "--trust-sources, --quiet" in err
     )
     assert snapshot(interrupted) == before
 

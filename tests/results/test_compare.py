@@ -16,6 +16,7 @@ from memory_lab.results.compare import combine, compare_summary, find_runs, run_
 from memory_lab.results.pairs import paired_comparison
 from memory_lab.results.read import read_results
 from memory_lab.results.standings import run_facts
+from memory_lab.results.summary import recall_probes
 from memory_lab.scoring.metrics import RunFacts, lead_metric, metric
 from memory_lab.views.headline import headline, recall_line
 from memory_lab.views.report import CONVERSATIONAL_NOTE, render_report
@@ -85,8 +86,9 @@ def test_combine_labels_memories_by_run_and_pairs_shared_probes(small_run, judge
     assert len(combined.probes) == len(small_run.probes) + len(judged_run.probes)
     pairs = paired_comparison(combined)
     across = pairs[(pairs["memory_a"] == "small/buffer") & (pairs["memory_b"] == "judged/buffer")]
-    # mini.yaml's probes are shared; the Korean dialogue is only in the small run
-    assert int(across.iloc[0]["probes"]) == len(judged_run.probes) // 2
+    # mini.yaml's probes are shared; the Korean dialogue is only in the small run; paired over
+    # the probes recall is over (its abstention probe is not)
+    assert int(across.iloc[0]["probes"]) == len(recall_probes(judged_run)) // 2 == 3
     # each run's own summary: the small run has no judge, the judged one does
     summary = compare_summary(runs, names).set_index("memory")
     assert math.isnan(summary.loc["small/buffer", "judge_accuracy"])
