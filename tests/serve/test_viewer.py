@@ -73,7 +73,8 @@ def test_the_api_lists_compares_and_drills_down(viewer, two_runs):
         assert shown <= set(data["summary"][0]) & set(names)
         assert data["metrics"][names.index("seconds")]["label"] == metric("seconds").label
         shared = [p for p in data["pairs"] if p["memory_a"].startswith("short/")]
-        assert shared and all(p["probes"] == 4 for p in shared if "small/" in p["memory_b"])
+        # mini.yaml's 4 probes are shared; paired over the 3 recall is over (not the abstention)
+        assert shared and all(p["probes"] == 3 for p in shared if "small/" in p["memory_b"])
         cat = next(p for p in data["probes"] if p["probe"] == "q-cat")
         assert set(cat["correct"]) == set(data["memories"])
 
