@@ -157,4 +157,6 @@ def test_mem0_and_chromadb_imported_first_send_nothing(tmp_path):
     dns, remote, written = traced([sys.executable, "-c", code], tmp_path, timeout=600)
     home = tmp_path / "home"
     assert (dns, remote) == ([], [])
-    assert [p.relative_to(home).as_posix() for p in written if p.is_file()] == [".mem0/config.json"]
+    # mem0's own import may write its config.json (where MEM0_DIR does not point elsewhere)
+    files = {p.relative_to(home).as_posix() for p in written if p.is_file()}
+    assert files <= {".mem0/config.json"}, files

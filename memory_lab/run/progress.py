@@ -6,10 +6,10 @@ holds twenty, so a bar of exchanges told little. Each exchange weighs the tokens
 assistant text and of the questions of the probes asked after it (``exchange_weights``), and
 advances the bar when its probes have been asked. Every executor that can reports each exchange
 as it ends (in the process, and from ``--jobs`` workers over their pipe); ``--concurrency``
-threads and Ray report whole cells. Until the first exchange ends the bar says the run is starting (models load first, in
-every worker). From then on the ETA is the work left at the average rate since the first
-exchange ended, recomputed each second: while a long probe holds the bar still the ETA grows,
-rather than standing at the figure it had before.
+threads and Ray report whole cells. Until the first exchange ends the bar says the run is
+starting (models load first, in every worker). From then on the ETA is the work left at the
+average rate since the first exchange ended, recomputed each second: while a long probe holds
+the bar still the ETA grows, rather than standing at the figure it had before.
 """
 
 from __future__ import annotations
