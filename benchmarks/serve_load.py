@@ -12,7 +12,13 @@ to take 5-8 s while the offline reader's engines loaded). Prints those, the load
 p50/p95/max and p50 by message position, the wall time and the requests per second, then stops
 the server. Exit 1 on any failure.
 
+With ``--waves N`` the load is repeated N times, each wave with new users who are all deleted
+(``DELETE /memory/{user}``) when it ends, and the server's resident memory (RSS, from
+``/proc``) is printed after each wave: what a deleted user held must be given back, so the RSS
+after the last wave stays within 10% of the RSS after the first (exit 1 otherwise).
+
     python benchmarks/serve_load.py [--users 20] [--messages 10] [--first 4] [--memory buffer]
+        [--waves 14]
 """
 
 from __future__ import annotations
@@ -70,6 +76,37 @@ def start_server(memory: str, users: int, messages: int) -> tuple[subprocess.Pop
     raise SystemExit("the server did not answer within 120 s")
 
 
+def rss_mb(pid: int) -> float:
+    """A process's resident memory in MB (VmRSS)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise SystemExit(f"no VmRSS for process {pid}")
+
+
+def waves(http: httpx.Client, pid: int, args: argparse.Namespace, problems: list[str]) -> list:
+    """``args.waves`` waves of ``args.users`` new users, ``args.messages`` messages each, every
+    user deleted at its wave's end; the server's RSS (MB) after each wave."""
+    rss: list[float] = []
+    for wave in range(args.waves):
+
+        def talk(n: int, wave: int = wave) -> None:
+            user = f"wave-{wave:02d}-user-{n:02d}"
+            for i in range(args.messages):
+                text = f"Wave {wave} message {i}: my code word is {code_word(n)}, tag{n:02d}tag."
+                response = http.post(f"/chat/{user}", json={"message": text})
+                if response.status_code != 200:
+                    problems.append(f"{user}: {response.status_code} {response.text[:200]}")
+            if http.delete(f"/memory/{user}").status_code != 200:
+                problems.append(f"{user}: DELETE failed")
+
+        with ThreadPoolExecutor(args.users) as pool:
+            list(pool.map(talk, range(args.users)))
+        rss.append(rss_mb(pid))
+        print(f"wave {wave + 1}/{args.waves}: RSS {rss[-1]:.0f} MB", file=sys.stderr, flush=True)
+    return rss
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=20)
@@ -78,6 +115,9 @@ def main() -> int:
         "--first", type=int, default=4, help="messages the fresh server's first user sends alone"
     )
     parser.add_argument("--memory", default="buffer", help="the memory spec served")
+    parser.add_argument(
+        "--waves", type=int, default=0, help="waves of new users, each deleted after (RSS)"
+    )
     args = parser.parse_args()
     server, url = start_server(args.memory, args.users, args.messages)
     users = [f"load-user-{n:02d}" for n in range(args.users)]
@@ -85,6 +125,7 @@ def main() -> int:
     by_position: list[list[float]] = [[] for _ in range(args.messages)]
     first: list[float] = []
     problems: list[str] = []
+    rss: list[float] = []
     try:
         with httpx.Client(base_url=url, timeout=120) as http:
             for i in range(args.first):  # the fresh server's first user, alone
@@ -118,7 +159,9 @@ def main() -> int:
 
             for n, user in enumerate(users):
                 context = http.get(f"/memory/{user}").json()["memories"][0]["context"]
-                own = [code_word(n), f"tag{n:02d}tag"]
+                # the tag is in every message from the second on; the code word only in the
+                # first, which a retrieving memory need not recall for the last message
+                own = [f"tag{n:02d}tag"] + ([code_word(n)] if args.memory == "buffer" else [])
                 missing = [w for w in own if w not in context]
                 if args.messages > 1 and missing:
                     problems.append(f"{user}: own words missing from context: {missing}")
@@ -129,6 +172,9 @@ def main() -> int:
                     leaked = [w for w in theirs if w in context or any(w in r for r in replies[n])]
                     if leaked:
                         problems.append(f"{user}: holds {users[m]}'s {leaked}")
+            for user in users:
+                http.delete(f"/memory/{user}").raise_for_status()
+            rss = waves(http, server.pid, args, problems)
     finally:
         server.send_signal(signal.SIGTERM)
         try:
@@ -153,6 +199,13 @@ def main() -> int:
     ]
     print(f"latency ms p50 by message: {'  '.join(positions)}")
     print(f"server exit code: {server.returncode}")
+    if rss:
+        each = "  ".join(f"{r:.0f}" for r in rss)
+        print(f"server RSS MB after each wave (users deleted): {each}")
+        growth = rss[-1] / rss[0] - 1
+        print(f"RSS growth from wave 1 to wave {len(rss)}: {100 * growth:+.1f}% (bound: 10%)")
+        if growth > 0.10:
+            problems.append(f"RSS grew {100 * growth:.1f}% over {len(rss)} waves of deleted users")
     if problems:
         print(f"FAILED: {len(problems)} problem(s)")
         for problem in problems[:20]:

@@ -19,6 +19,7 @@ STAGES = (
     "errors",
     "telemetry",
     "work_clock",
+    "heap",
     "text",
     "dialogue",
     "models",

@@ -17,8 +17,16 @@ from memory_lab.memories.protocol import MemoryResources
 # module openai's client reads from sys.modules): its registration's ``stack``.
 STACK = ("httpx", "chromadb", "chromadb.config", "chromadb.api.rust", "langchain_chroma")
 
+# Chroma keeps a dropped collection's HNSW index in its Rust bindings' cache (about 2.5 MB each,
+# chroma-core/chroma#3296): a long run or a server whose users come and go would grow by that
+# per cell. The client is closed, which frees its system and that cache, once it holds no live
+# collection and has dropped RECYCLE_AFTER of them; the next cell makes a fresh one.
+RECYCLE_AFTER = 16
+
 _CHROMA_LOCK = threading.Lock()
 _CHROMA: Any = None
+_LIVE = 0  # the cells' collections on the client now
+_DROPPED = 0  # collections the client has dropped since it was made
 
 
 def chroma_client() -> Any:
@@ -26,16 +34,45 @@ def chroma_client() -> Any:
 
     Creating and releasing clients concurrently breaks Chroma's shared in-process system
     (``--concurrency``), and one client is also cheaper. In memory and telemetry off: nothing
-    persists between runs and nothing leaves the machine.
+    persists between runs and nothing leaves the machine. Cells take it through ``_lease``, so
+    it is never closed under a live collection.
     """
-    global _CHROMA
     with _CHROMA_LOCK:
-        if _CHROMA is None:
-            import chromadb
-            from chromadb.config import Settings
+        return _client()
 
-            _CHROMA = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
-        return _CHROMA
+
+def _client() -> Any:
+    global _CHROMA
+    if _CHROMA is None:
+        import chromadb
+        from chromadb.config import Settings
+
+        _CHROMA = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+    return _CHROMA
+
+
+def _lease() -> Any:
+    """The client, counted as holding one more live collection until ``_drop``."""
+    global _LIVE
+    with _CHROMA_LOCK:
+        _LIVE += 1
+        return _client()
+
+
+def _drop(client: Any, name: str) -> None:
+    """Delete a cell's collection; close the client once idle and ``RECYCLE_AFTER`` are gone."""
+    global _CHROMA, _LIVE, _DROPPED
+    with _CHROMA_LOCK:
+        try:
+            if any(c.name == name for c in client.list_collections()):
+                client.delete_collection(name)
+        finally:
+            if client is _CHROMA:
+                _LIVE -= 1
+                _DROPPED += 1
+            if client is _CHROMA and _LIVE == 0 and _DROPPED >= RECYCLE_AFTER:
+                _CHROMA, _DROPPED = None, 0
+                client.close()  # stops its system: the bindings and their index cache go
 
 
 def collection_name(cell_id: str, suffix: str) -> str:
@@ -51,13 +88,12 @@ def cell_collection(res: MemoryResources, suffix: str = "") -> Any:
     It embeds nothing itself (no embedding function: Chroma's default would download a model);
     callers add and query with vectors from the run's metered embeddings.
     """
-    client = chroma_client()
+    client = _lease()
     name = collection_name(res.cell_id, suffix) if suffix else res.cell_id
-    collection = client.get_or_create_collection(
+    res.on_close(lambda: _drop(client, name))
+    return client.get_or_create_collection(
         name=name, embedding_function=None, metadata={"hnsw:space": "cosine"}
-    )
-    res.on_close(lambda: client.delete_collection(name))
-    return collection
+    )  # (made or not, _drop deletes it if it is there)
 
 
 def cell_vector_store(res: MemoryResources) -> Any:
@@ -65,12 +101,11 @@ def cell_vector_store(res: MemoryResources) -> Any:
     metered embeddings (always ours), dropped when the cell closes."""
     from langchain_chroma import Chroma
 
-    client = chroma_client()
-    store = Chroma(
+    client = _lease()
+    res.on_close(lambda: _drop(client, res.cell_id))
+    return Chroma(
         collection_name=res.cell_id,
         embedding_function=res.embeddings,
         client=client,
         collection_metadata={"hnsw:space": "cosine"},
     )
-    res.on_close(lambda: client.delete_collection(res.cell_id))
-    return store

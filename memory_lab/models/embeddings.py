@@ -19,6 +19,7 @@ Bundled models, chosen by name (nothing is ever downloaded):
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import struct
 import sys
@@ -66,6 +67,8 @@ DEFAULT_MEMORY_EMBEDDING_MODEL = "multilingual-e5-small"
 # beside the vector in the run's store under the key with this suffix, as a little-endian double.
 COST_SUFFIX = "|s"
 _COSTS: dict[str, float] = {}
+# Vectors an ``OfflineEmbeddings`` keeps in memory (384 floats each: about 150 MB)
+MAX_CACHED = 100_000
 
 
 def offline_embedding_model(spec: str) -> str | None:
@@ -266,7 +269,19 @@ class OfflineEmbeddings(Embeddings):
                     ]
                 )
         work_clock.served((f"{name}|{k}" for k in keys), (f"{name}|{k}" for k in missing), _COSTS)
-        return [self._cache[k] for k in keys]
+        with self._lock:
+            vectors = [self._cache[k] for k in keys]
+            self._bound()
+        return vectors
+
+    def _bound(self) -> None:
+        """Keep at most ``MAX_CACHED`` vectors in memory (a server's users come and go): past it
+        the oldest tenth goes, with their costs; a text asked for again is embedded again."""
+        over = len(self._cache) - MAX_CACHED
+        if over > 0:
+            for k in list(itertools.islice(self._cache, over + MAX_CACHED // 10)):
+                del self._cache[k]
+                _COSTS.pop(f"{self.model_name}|{k}", None)
 
     def matrix(self, texts: list[str], kind: str = "query") -> np.ndarray:
         """Unit-length embeddings of ``texts`` as one (n, dim) array (fast dot products).

@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from memory_lab import heap
 from memory_lab.dialogue.model import FORMAT, Dialogue, parse_documents
 from memory_lab.memories.protocol import Exchange
 from memory_lab.memories.registry import MemorySpec
@@ -337,6 +338,7 @@ class Chats:
             if not memories:  # a user not held is not in ``_users``: a no-op then
                 with self._lock:
                     self._users.pop(user_id, None)
+        heap.trim()  # what the user's memory freed goes back to the system, not to an arena
         return labels  # a later request makes the user's memories afresh
 
     def dialogue(self, user_id: str, memory: str | None = None) -> str:

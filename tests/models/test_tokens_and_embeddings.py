@@ -45,6 +45,19 @@ def test_embeddings_are_cached_and_report_every_embedded_token(run_models):
     assert isinstance(OfflineEmbeddings().view(None), OfflineEmbeddings)
 
 
+def test_the_vectors_kept_in_memory_are_bounded_and_an_evicted_text_embeds_alike(monkeypatch):
+    from memory_lab.models import embeddings
+
+    monkeypatch.setattr(embeddings, "MAX_CACHED", 10)
+    emb = OfflineEmbeddings()
+    first = emb.embed_query("text 0")
+    for n in range(1, 30):  # a server's users come and go: each says something new
+        emb.embed_query(f"text {n}")
+        assert len(emb._cache) <= 10
+    assert emb._key("text 0", "query") not in emb._cache  # the oldest went
+    assert emb.embed_query("text 0") == first
+
+
 def test_the_default_model_is_minilm_and_its_name_is_recorded():
     from memory_lab.models import EMBEDDING_MODEL_NAME
     from memory_lab.models.embeddings import embedding_model_name
