@@ -32,7 +32,7 @@ def report_command(args: argparse.Namespace) -> int:
         )
     for path in save_charts(results):
         print(f"chart:  {path}")
-    print(f"report: {write_report(folders[0])}")  # reads the folder again
+    print(f"report: {write_report(folders[0], results)}")
     return 0
 
 

@@ -178,13 +178,18 @@ def ended_cells(
     records: Iterable[dict[str, Any]], statuses: tuple[str, ...] = ("ok", "failed")
 ) -> list[dict[str, Any]]:
     """The records of the first block of each cell closed with one of ``statuses``."""
-    kept: list[dict[str, Any]] = []
+    return list(ended_records(records, statuses))
+
+
+def ended_records(
+    records: Iterable[dict[str, Any]], statuses: tuple[str, ...] = ("ok", "failed")
+) -> Iterator[dict[str, Any]]:
+    """``ended_cells`` one record at a time: a reader that streams holds one cell's block."""
     seen: set[CellKey] = set()
     for key, block, closing in cell_blocks(records):
         if closing is not None and closing["status"] in statuses and key not in seen:
             seen.add(key)
-            kept.extend(block)
-    return kept
+            yield from block
 
 
 def read_part(path: Path, key: CellKey) -> dict[str, Any] | None:

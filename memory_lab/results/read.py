@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
 import pandas as pd
 
+from memory_lab import heap
 from memory_lab.errors import BadInput
 from memory_lab.log.formats import FormatError, is_header, migrate_record, stream_version
 from memory_lab.log.prompt_store import DELTA_FIELD, PromptDecoder, without_prompt
-from memory_lab.log.record_log import ended_cells
+from memory_lab.log.record_log import cell_key, ended_records
 from memory_lab.log.records import RECORD_TYPES, record_problem
 from memory_lab.log.run_spec import RUN_FILE, Pricing, RunSpec, read_run_file
 from memory_lab.text.limits import (
@@ -141,11 +143,29 @@ def _lines(fh: IO[bytes], file: Path, limit: int) -> Iterator[tuple[int, bytes, 
 
 
 def read_records(
-    path: str | Path, *, prompts: str = "restored", max_bytes: int | None = None
+    path: str | Path,
+    *,
+    prompts: str = "restored",
+    max_bytes: int | None = None,
+    copies: bool = False,
 ) -> list[dict[str, Any]]:
-    """Every record of a results folder, prompts restored: the one reader of records.jsonl.
+    """Every record of a results folder, prompts restored (``iter_records`` as a list)."""
+    return list(iter_records(path, prompts=prompts, max_bytes=max_bytes, copies=copies))
 
-    A torn last line (a killed run) is skipped. A line that is no record
+
+def iter_records(
+    path: str | Path,
+    *,
+    prompts: str = "restored",
+    max_bytes: int | None = None,
+    copies: bool = False,
+) -> Iterator[dict[str, Any]]:
+    """Every record of a results folder, prompts restored, one at a time: the one reader of
+    records.jsonl (a reader that streams holds one record, not the file).
+
+    A torn last line (a killed run) is skipped. A second record closing a cell already closed
+    (a file holding records twice) is refused, naming both lines, unless ``copies`` (``run
+    --resume``, which keeps each cell's first block and so repairs it). A line that is no record
     (``records.record_problem``), or whose prompt does not restore (``prompt_store``), is a
     ResultsError (a ValueError) naming the file, the line and the field. A turn or probe
     record's ``prompt`` is the prompt its cell computed, whether stored whole (runs from before
@@ -170,14 +190,25 @@ def read_records(
         )
     limit = MAX_RECORDS_BYTES if max_bytes is None else max_bytes
     with open_in_folder(file, limit, "MAX_RECORDS_BYTES") as fh:
-        return _read_lines(_lines(fh, file, limit), file, prompts)
+        yield from _read_lines(_lines(fh, file, limit), file, prompts, copies)
+
+
+def _shared(record: dict[str, Any], strings: dict[str, str]) -> dict[str, Any]:
+    """``record`` with its strings (labels, ids, dates, a probe's question, which every memory
+    asks) shared with the records before it: a million records hold each once, not a million
+    times."""
+    for key, value in record.items():
+        if type(value) is str:
+            record[key] = strings.setdefault(value, value)
+    return record
 
 
 def _read_lines(
-    lines: Iterable[tuple[int, bytes, bool]], file: Path, prompts: str
-) -> list[dict[str, Any]]:
-    records = []
+    lines: Iterable[tuple[int, bytes, bool]], file: Path, prompts: str, copies: bool
+) -> Iterator[dict[str, Any]]:
     decoder = PromptDecoder()
+    strings: dict[str, str] = {}
+    closed: dict[tuple[Any, Any], int] = {}  # each cell's closing record's line
     held = 0  # characters of the prompts restored so far
     version = None  # the stream's format: its header's, else 1 (log/formats.py)
     for n, line, ended in lines:
@@ -203,7 +234,15 @@ def _read_lines(
         problem = record_problem(record)
         if problem:
             raise ResultsError(f"{file} line {n}: {problem}")
-        record = migrate_record(record, version)
+        if record["type"] == "cell" and not copies:
+            first = closed.setdefault(cell_key(record), n)
+            if first != n:
+                raise ResultsError(
+                    f"{file} line {n}: cell {record['memory']} x {record['dialogue']} closed a "
+                    f"second time (first at line {first}): records held twice; `memory-lab "
+                    "run --resume FOLDER` keeps each cell once"
+                )
+        record = migrate_record(_shared(record, strings), version)
         if prompts == "dropped":
             record = without_prompt(record)
         else:  # a delta that does not restore is refused even when kept as stored
@@ -220,8 +259,60 @@ def _read_lines(
                         "without prompts (read_results(folder, prompts=False))"
                     )
             record = {"restored": restored, "checked": without_prompt(record)}.get(prompts, record)
-        records.append(record)
-    return records
+        yield record
+
+
+CHUNK_ROWS = 5_000  # records of a kind held as dicts at a time while frames are made
+
+
+def _frames(records: Iterable[dict[str, Any]]) -> dict[str, pd.DataFrame]:
+    """One frame per record kind (without the ``type`` column), made ``CHUNK_ROWS`` rows at a
+    time, column by column: a million records are never all held as dicts, nor their columns
+    twice. Each column has the dtype one frame of all the rows would give it (ints beside None:
+    float; a field missing from a row: NaN)."""
+    rows: dict[str, list[dict[str, Any]]] = {kind: [] for kind in RECORD_TYPES}
+    columns: dict[str, _Columns] = {kind: _Columns() for kind in RECORD_TYPES}
+    for record in records:
+        kind = record["type"]
+        rows[kind].append(record)
+        if len(rows[kind]) >= CHUNK_ROWS:
+            columns[kind].add(rows[kind])
+            rows[kind] = []
+    for kind, held in rows.items():
+        columns[kind].add(held)
+    return {kind: made.frame() for kind, made in columns.items()}
+
+
+class _Columns:
+    """A kind's columns, chunk by chunk: each chunk's values as one array per field."""
+
+    def __init__(self) -> None:
+        self.chunks: dict[str, list[np.ndarray]] = {}
+        self.rows = 0
+
+    def add(self, records: list[dict[str, Any]]) -> None:
+        if not records:
+            return
+        names = dict.fromkeys(k for r in records for k in r if k != "type")
+        for name in self.chunks.keys() - names.keys():  # a field no record of this chunk has
+            self.chunks[name].append(np.full(len(records), np.nan, dtype=object))
+        for name in names:
+            values = pd.Series([r.get(name, np.nan) for r in records]).to_numpy()
+            earlier = [] if name in self.chunks else [np.full(self.rows, np.nan, dtype=object)]
+            self.chunks.setdefault(name, earlier).append(values)
+        self.rows += len(records)
+
+    def frame(self) -> pd.DataFrame:
+        data = {}
+        for name in list(self.chunks):
+            pieces = self.chunks.pop(name)
+            if len({p.dtype for p in pieces}) == 1:
+                data[name] = np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+            else:  # as one frame of every row would have it
+                joined = np.concatenate([p.astype(object) for p in pieces])
+                data[name] = pd.Series(joined).infer_objects().to_numpy()
+            del pieces
+        return pd.DataFrame(data, copy=False) if data else pd.DataFrame()
 
 
 def read_results(path: str | Path, *, prompts: bool | str = True) -> Results:
@@ -238,12 +329,11 @@ def read_results(path: str | Path, *, prompts: bool | str = True) -> Results:
     spec = spec_of(folder, run)
     params = _memory_params(spec)
     reading = prompts if isinstance(prompts, str) else "restored" if prompts else "dropped"
-    records = ended_cells(read_records(folder, prompts=reading))  # a cell cut short: not shown
-    frames = {}
+    # a cell cut short: not shown; read as a stream, CHUNK_ROWS rows of a kind held at a time
+    frames = _frames(ended_records(iter_records(folder, prompts=reading)))
     for kind, record_type in RECORD_TYPES.items():
         columns = record_type.columns()
-        rows = [{k: v for k, v in r.items() if k != "type"} for r in records if r["type"] == kind]
-        frame = pd.DataFrame(rows)
+        frame = frames[kind]
         extra = [c for c in frame.columns if c not in columns]  # fields of a newer version
         frame = frame.reindex(columns=columns + extra)
         for name in params:
@@ -253,6 +343,7 @@ def read_results(path: str | Path, *, prompts: bool | str = True) -> Results:
                 else pd.Series(dtype=object)
             )
         frames[kind] = frame
+    heap.trim()  # the records read, dropped as their frames grew, go back to the system
     return Results(
         folder, run, frames["turn"], frames["probe"], frames["cell"], frames["usage"], spec
     )

@@ -112,7 +112,11 @@ def _keep_ended_cells(spec: RunSpec, folder: Path) -> tuple[RunSpec, list[CellTa
     kill, a failed cell and any second copy are dropped (``log/record_log.py``). Returns the spec
     with this resume noted and the cells still to run."""
     # copied as stored: a kept block is whole, so its prompt deltas decode as before
-    records = read_records(folder, prompts="stored") if (folder / RECORDS_FILE).exists() else []
+    records = (
+        read_records(folder, prompts="stored", copies=True)
+        if (folder / RECORDS_FILE).exists()
+        else []
+    )
     keep = ended_cells(records, statuses=("ok",))
     done = {cell_key(r) for r in keep if r["type"] == "cell"}
     tmp = folder / (RECORDS_FILE + ".tmp")

@@ -203,8 +203,13 @@ class RunBook:
 
 
 def _load_turns(source: str, dialogue: str, sha256: str | None) -> dict[str, str] | None:
+    from memory_lab.dialogue.importers import parse_source
     from memory_lab.dialogue.sources import load_dialogues
 
+    # run.json records each dialogue's own file (or a dataset's ``FORMAT:PATH``, read within its
+    # importer's byte budget): a folder named there (/usr) would be parsed whole, every request
+    if parse_source(source) is None and not Path(source).is_file():
+        return None
     try:  # a source named by run.json: a pipe or a device there is refused, not waited on
         found = [d for d in load_dialogues(source, regular_only=True) if d.id == dialogue]
     except (ValueError, OSError):  # DialogueError is a ValueError

@@ -744,9 +744,11 @@ def _write(path: Path, html: str) -> Path:
     return write_replacing(path, html)
 
 
-def write_report(results_dir: str | Path) -> Path:
-    """Write ``report.html`` into the results folder and return its path."""
-    results = read_results(results_dir, prompts="checked")  # the page shows no prompt text
+def write_report(results_dir: str | Path, results: Results | None = None) -> Path:
+    """Write ``report.html`` into the results folder and return its path; ``results``: the
+    folder as already read (``prompts="checked"``), so it is not held twice."""
+    if results is None:
+        results = read_results(results_dir, prompts="checked")  # the page shows no prompt text
     return _write(Path(results_dir) / REPORT_FILE, render_report(results))
 
 

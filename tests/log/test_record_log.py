@@ -18,7 +18,7 @@ from memory_lab.memories import (
     register_memory,
     unregister_memory,
 )
-from memory_lab.results.read import RECORDS_FILE
+from memory_lab.results.read import RECORDS_FILE, ResultsError
 
 from ..conftest import FIXTURES
 
@@ -112,9 +112,12 @@ def test_resume_keeps_each_cell_once_dropping_copies_and_a_block_cut_short(compl
     # an old run's duplicated cell, then a kill while appending the third: a torn last line
     broken = first + second + second + third[:3] + [third[3][:40]]
     out = copy_run(complete_run, tmp_path / "broken", broken)
-    shown = read_results(out)
-    assert len(shown.cells) == 2  # the cut block is not shown, the copy not counted twice
-    assert len(shown.turns) == len(read_results(complete_run).turns) * 2 // 3
+    # a reader refuses the copy, naming both lines and the repair
+    first_close, second_close = len(first) + len(second), len(first) + 2 * len(second)
+    with pytest.raises(ResultsError, match=f"line {second_close}: .*first at line {first_close}"):
+        read_results(out)
+    with pytest.raises(ResultsError, match="run --resume"):
+        read_results(out)
     assert main(["run", "--resume", str(out), "--quiet"]) == 0
     assert without_timings(out) == without_timings(complete_run)
     info = json.loads((out / "run.json").read_text())

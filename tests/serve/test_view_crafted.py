@@ -172,6 +172,29 @@ def test_a_fifo_named_as_the_dialogue_source_is_not_waited_on(run_folder, tmp_pa
         assert data["texts_found"] is False and data["evidence"] == [{"id": "cat", "text": None}]
 
 
+def test_a_folder_named_as_the_dialogue_source_is_not_parsed(run_folder, tmp_path):
+    """run.json records each dialogue's own file: a folder there (/usr) is not read through,
+    even one holding the dialogue."""
+    root = tmp_path / "results"
+    run = _copy(run_folder, root / "run")
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    shutil.copy(MINI, folder / "mini.yaml")
+    spec = json.loads((run / "run.json").read_text("utf-8"))
+    spec["dialogues"][0]["source"] = str(folder)
+    (run / "run.json").write_text(json.dumps(spec), "utf-8")
+    params = {"run": str(run), "dialogue": "mini-profile", "probe": "q-cat"}
+    with running_app(create_view_app(ViewSettings([str(root)]))) as url:
+        probe = httpx.get(url + "/api/probe", params=params, timeout=TIMEOUT)
+        assert probe.status_code == 200, probe.text
+        assert probe.json()["texts_found"] is False
+        spec["dialogues"][0]["source"] = str(folder / "mini.yaml")  # its file: read
+        (run / "run.json").write_text(json.dumps(spec), "utf-8")
+    with running_app(create_view_app(ViewSettings([str(root)]))) as url:
+        probe = httpx.get(url + "/api/probe", params=params, timeout=TIMEOUT)
+        assert probe.json()["texts_found"] is True
+
+
 def test_sigterm_stops_the_viewer_with_requests_on_a_fifo(run_folder, tmp_path):
     root = tmp_path / "results"
     _copy(run_folder, root / "good")
