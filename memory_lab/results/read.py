@@ -163,8 +163,8 @@ def iter_records(
     """Every record of a results folder, prompts restored, one at a time: the one reader of
     records.jsonl (a reader that streams holds one record, not the file).
 
-    A torn last line (a killed run) is skipped. A second record closing a cell already closed
-    (a file holding records twice) is refused, naming both lines, unless ``copies`` (``run
+    A torn last line (a killed run) is skipped. A record of a cell after its closing record (a
+    file holding records twice) is refused, naming both lines, unless ``copies`` (``run
     --resume``, which keeps each cell's first block and so repairs it). A line that is no record
     (``records.record_problem``), or whose prompt does not restore (``prompt_store``), is a
     ResultsError (a ValueError) naming the file, the line and the field. A turn or probe
@@ -234,14 +234,14 @@ def _read_lines(
         problem = record_problem(record)
         if problem:
             raise ResultsError(f"{file} line {n}: {problem}")
-        if record["type"] == "cell" and not copies:
-            first = closed.setdefault(cell_key(record), n)
-            if first != n:
-                raise ResultsError(
-                    f"{file} line {n}: cell {record['memory']} x {record['dialogue']} closed a "
-                    f"second time (first at line {first}): records held twice; `memory-lab "
-                    "run --resume FOLDER` keeps each cell once"
-                )
+        if not copies and cell_key(record) in closed:
+            raise ResultsError(
+                f"{file} line {n}: a record of cell {record['memory']} x {record['dialogue']}, "
+                f"which closed at line {closed[cell_key(record)]}: records held twice; "
+                "`memory-lab run --resume FOLDER` keeps each cell once"
+            )
+        if record["type"] == "cell":
+            closed[cell_key(record)] = n
         record = migrate_record(_shared(record, strings), version)
         if prompts == "dropped":
             record = without_prompt(record)

@@ -113,8 +113,8 @@ def test_resume_keeps_each_cell_once_dropping_copies_and_a_block_cut_short(compl
     broken = first + second + second + third[:3] + [third[3][:40]]
     out = copy_run(complete_run, tmp_path / "broken", broken)
     # a reader refuses the copy, naming both lines and the repair
-    first_close, second_close = len(first) + len(second), len(first) + 2 * len(second)
-    with pytest.raises(ResultsError, match=f"line {second_close}: .*first at line {first_close}"):
+    closed, copy = len(first) + len(second), len(first) + len(second) + 1
+    with pytest.raises(ResultsError, match=f"line {copy}: .*which closed at line {closed}:"):
         read_results(out)
     with pytest.raises(ResultsError, match="run --resume"):
         read_results(out)
