@@ -1,14 +1,14 @@
 """``memory-lab report`` on a large results folder: peak memory and time.
 
-Builds a results folder of ``--records`` records (10^6 by default) from a small real run (the
-built-in suite through ``buffer`` and ``window``, run first into a scratch folder): its cells'
-records repeated as further dialogues (``<id>-copy<n>``), prompts dropped, so each record is
-small (about 0.6 KB) and the folder is what a long sweep leaves. Then runs ``memory-lab report``
-on it in a child process and prints the child's wall time and peak resident memory (the
-target: under 500 MB for 10^6 records, the report streaming its records rather than holding
-them).
+Builds a results folder of ``--records`` records (10^6 by default), then runs ``memory-lab
+report`` on it in a child process and prints the child's wall time and peak resident memory
+(the target: under 500 MB for 10^6 tiny records, the report streaming its records rather than
+holding them). ``--shape tiny`` (the default): turn records of seven fields, 100 to a cell
+(135 MB of records.jsonl). ``--shape real``: a small real run's records (the built-in suite
+through ``buffer`` and ``window``, run first into a scratch folder) repeated as further
+dialogues (``<id>-copy<n>``), prompts dropped: about 0.8 KB a record, what a long sweep leaves.
 
-    python benchmarks/report_scale.py [--records 1000000] [--keep DIR]
+    python benchmarks/report_scale.py [--records 1000000] [--shape tiny|real] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -33,6 +33,22 @@ ENV = {
 
 def memory_lab(*args: str) -> None:
     subprocess.run([sys.executable, "-m", "memory_lab.cli", *args], env=ENV, check=True)
+
+
+def build_tiny(folder: Path, records: int) -> int:
+    """``records`` tiny records: 99 turns and the closing cell record per dialogue."""
+    folder.mkdir()
+    written = 0
+    with open(folder / "records.jsonl", "w", encoding="utf-8") as out:
+        out.write(json.dumps({"stream": "records", "type": "format", "version": 2}) + "\n")
+        for d in range(-(-records // 100)):
+            base = {"memory": "buffer", "dialogue": f"d{d}"}
+            for i in range(99):
+                turn = {"type": "turn", **base, "exchange": i, "prompt_tokens": 10}
+                out.write(json.dumps({**turn, "completion_tokens": 5, "seconds": 0.01}) + "\n")
+            out.write(json.dumps({"type": "cell", **base, "status": "ok", "seconds": 1.0}) + "\n")
+            written += 100
+    return written
 
 
 def build(folder: Path, records: int) -> int:
@@ -82,13 +98,14 @@ def measured(*args: str) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--shape", choices=("tiny", "real"), default="tiny")
     parser.add_argument("--keep", help="build the folder here and keep it (default: scratch)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="report-scale-") as scratch:
         base = Path(args.keep) if args.keep else Path(scratch)
         base.mkdir(parents=True, exist_ok=True)
         folder = base / "run"
-        n = build(folder, args.records)
+        n = (build_tiny if args.shape == "tiny" else build)(folder, args.records)
         size = (folder / "records.jsonl").stat().st_size
         print(f"{n:,} records, {size / 1e6:.0f} MB of records.jsonl")
         wall, peak = measured("report", str(folder))
