@@ -24,7 +24,7 @@ from memory_lab.cli.result_commands import (
     inspect_command,
     report_command,
 )
-from memory_lab.cli.run_commands import DEFAULTS, run_command
+from memory_lab.cli.run_commands import DEFAULTS, check_command, run_command
 from memory_lab.dialogue.importers import formats
 from memory_lab.log.config import ADVERSARIAL, ANSWER_STYLES, DEVICES, EXECUTORS, MODES
 from memory_lab.models.windows import MODEL_WINDOW
@@ -364,6 +364,21 @@ def _build(parser_class: type[argparse.ArgumentParser]) -> argparse.ArgumentPars
 
     lst = sub.add_parser("list", help="show every memory with its parameters and defaults")
     lst.set_defaults(func=list_command)
+
+    chk = sub.add_parser(
+        "check",
+        help="the conformance check: does a memory keep the contract (replays, reads, close)",
+    )
+    chk.add_argument(
+        "specs", nargs="+", metavar="SPEC", help="built-in names, MODULE:FACTORY or entry points"
+    )
+    chk.add_argument(
+        "--dialogues",
+        nargs="+",
+        metavar="SOURCE",
+        help="dialogues to replay (default: the first of builtin:classic)",
+    )
+    chk.set_defaults(func=check_command)
 
     val = sub.add_parser("validate", help="check dialogue files; report every problem")
     val.add_argument("paths", nargs="+", help="files, folders or builtin:NAME")

@@ -28,6 +28,9 @@ def run_config(args: argparse.Namespace) -> RunConfig:
     """The RunConfig the ``run`` options describe (``RunConfig.from_options``)."""
     return RunConfig.from_options(args)
 
+# What ``memory-lab check`` replays unless told: the first dialogue of the built-in suite
+CHECK_DIALOGUES = "builtin:classic"
+
 
 def run_command(args: argparse.Namespace) -> int:
     """``memory-lab run``; ``args.given`` names the options given (``parser.given_run_options``)."""
@@ -97,3 +100,24 @@ def _report_run(outcome) -> int:
         print(f"{outcome.failed_cells} cell(s) failed; see run.json 'errors'.", file=sys.stderr)
         return 1
     return 0
+
+
+def check_command(args: argparse.Namespace) -> int:
+    """``memory-lab check SPEC...``: the conformance check, one line per memory (or per
+    failure); exit 1 when any memory fails a check."""
+    from memory_lab.dialogue.sources import load_dialogues
+    from memory_lab.run.conformance import check_memory
+    from memory_lab.run.context import RunModels
+    from memory_lab.run.prepare import resolve_memories
+
+    specs = resolve_memories(args.specs)
+    dialogues = load_dialogues(*(args.dialogues or [CHECK_DIALOGUES]))
+    if not args.dialogues:
+        dialogues = dialogues[:1]
+    models = RunModels.create()
+    failed = 0
+    for spec in specs:
+        report = check_memory(spec, dialogues, models)
+        failed += not report.ok
+        print("\n".join(report.lines()), flush=True)
+    return 1 if failed else 0

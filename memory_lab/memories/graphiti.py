@@ -484,6 +484,11 @@ def graphiti(
     # the cores are in use anyway.
     for connection in driver.client.connections:
         connection.set_max_threads_for_exec(1)
+    # Graphiti's close leaves Kuzu to the garbage collector: its query thread and the database
+    # file stayed open after the cell (``memory-lab check``: close-releases). Closed here, after
+    # the engine (closers run last registered first), before the folder goes.
+    res.on_close(driver.db.close)
+    res.on_close(driver.client.close)
     # One database per cell, named for its group: Graphiti then keeps to this driver (it
     # clones a driver for any other group id, and its Kuzu driver names no database)
     driver._database = group
