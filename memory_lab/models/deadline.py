@@ -4,7 +4,9 @@ httpx's timeouts bound each wait (connect, one read, ...): a server that sends i
 then a byte a second never trips them, and held ``run --request-timeout 5`` for 200 s. The
 OpenAI-compatible clients memory-lab builds send their requests through ``deadline_client``: a
 response whose body is not in within ``seconds`` of the request (the run's request timeout)
-raises httpx's ``ReadTimeout``, which the client retries and then reports as any timeout.
+raises httpx's ``ReadTimeout``, which the client retries and then reports as any timeout. A
+body larger than ``MAX_RESPONSE_BYTES`` is cut off too (``ReadError``): a provider's 6 GB
+reply is never held.
 """
 
 from __future__ import annotations
@@ -14,13 +16,25 @@ from collections.abc import Iterator
 
 import httpx
 
+# The most a response's body may hold: a chat reply is kilobytes, a batch of 2,048 embeddings of
+# 3,072 floats as JSON text about 100 MB
+MAX_RESPONSE_BYTES = 256 * 1024**2
+
 
 class _DeadlineStream(httpx.SyncByteStream):
     def __init__(self, inner: httpx.SyncByteStream, deadline: float, seconds: float, request):
         self.inner, self.deadline, self.seconds, self.request = inner, deadline, seconds, request
 
     def __iter__(self) -> Iterator[bytes]:
+        received = 0
         for chunk in self.inner:
+            received += len(chunk)
+            if received > MAX_RESPONSE_BYTES:
+                raise httpx.ReadError(
+                    f"the response is larger than {MAX_RESPONSE_BYTES:,} bytes "
+                    "(MAX_RESPONSE_BYTES)",
+                    request=self.request,
+                )
             if time.monotonic() > self.deadline:
                 raise httpx.ReadTimeout(
                     f"the response was not in within {self.seconds:g} s (the request timeout, "

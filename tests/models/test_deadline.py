@@ -84,3 +84,35 @@ def test_an_openai_chat_model_gives_up_on_a_trickling_provider_in_time(trickle, 
     with pytest.raises(Exception, match="(?i)time"):
         chat.invoke("hello")
     assert time.monotonic() - started < 10
+
+
+def test_a_body_over_its_size_limit_is_cut_off(monkeypatch):
+    """A provider answering with more than MAX_RESPONSE_BYTES is refused as it streams, not
+    held whole (a judge's 50 MB replies had been cached whole)."""
+    import http.server
+
+    import httpx
+
+    from memory_lab.models import deadline
+
+    monkeypatch.setattr(deadline, "MAX_RESPONSE_BYTES", 1000)
+
+    class Big(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-length", "5000")
+            self.end_headers()
+            self.wfile.write(b"x" * 5000)
+
+        def log_message(self, *args) -> None: ...
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Big)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with deadline_client(5.0) as client:
+            with pytest.raises(httpx.ReadError, match="larger than 1,000 bytes"):
+                client.get(f"http://127.0.0.1:{server.server_address[1]}/")
+            monkeypatch.setattr(deadline, "MAX_RESPONSE_BYTES", 10_000)
+            assert len(client.get(f"http://127.0.0.1:{server.server_address[1]}/").content) == 5000
+    finally:
+        server.shutdown()
