@@ -128,8 +128,22 @@ def _differs(a: list[dict], b: list[dict], fields: tuple[str, ...] | None) -> st
         keys = [k for k in (fields or sorted(x.keys() | y.keys())) if x.get(k) != y.get(k)]
         if keys:
             where = x.get("turn_id") or x.get("probe_id") or x.get("type")
-            return f"record {n + 1} ({where}): {keys[0]} {x.get(keys[0])!r} then {y.get(keys[0])!r}"
+            return f"record {n + 1} ({where}): {keys[0]} {_apart(x.get(keys[0]), y.get(keys[0]))}"
     return None
+
+
+def _apart(a: Any, b: Any, width: int = 30) -> str:
+    """Two values that differ, in one short line: texts around where they first differ."""
+    if not (isinstance(a, str) and isinstance(b, str)):
+        return f"{a!r} then {b!r}"
+    at = next(
+        (i for i, (p, q) in enumerate(zip(a, b, strict=False)) if p != q), min(len(a), len(b))
+    )
+    start = max(0, at - width)
+    lead = "..." if start else ""
+    return (
+        f"at character {at}: {lead}{a[start : at + width]!r} then {lead}{b[start : at + width]!r}"
+    )
 
 
 def _repeat(first: list[dict], second: list[dict], dialogue: Dialogue, report: CheckReport) -> None:
