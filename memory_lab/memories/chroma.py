@@ -63,9 +63,12 @@ def _drop(client: Any, name: str) -> None:
     """Delete a cell's collection; close the client once idle and ``RECYCLE_AFTER`` are gone."""
     global _CHROMA, _LIVE, _DROPPED
     with _CHROMA_LOCK:
+        from chromadb.errors import NotFoundError
+
         try:
-            if any(c.name == name for c in client.list_collections()):
-                client.delete_collection(name)
+            client.delete_collection(name)
+        except NotFoundError:  # its creation failed: nothing to delete
+            pass
         finally:
             if client is _CHROMA:
                 _LIVE -= 1
