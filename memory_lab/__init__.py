@@ -11,9 +11,12 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from memory_lab.memories.discover import telemetry_switches
 from memory_lab.telemetry import switch_off
 
-switch_off()  # before any library with telemetry loads: nothing leaves the machine
+# before any library with telemetry loads: nothing leaves the machine (the field systems'
+# switches read from their declarations, which import nothing of theirs)
+switch_off(telemetry_switches())
 
 _EXPORTS = {
     "execute": "memory_lab.run.execute",

@@ -14,17 +14,17 @@ What each library would send, and the setting that stops it (audited in the pinn
   ``ORT_DISABLE_TELEMETRY``.
 - chromadb (``vector``'s store): PostHog events on client creation: ``ANONYMIZED_TELEMETRY``
   (the client is also built with ``anonymized_telemetry=False``).
-- mem0ai: PostHog events on every call: ``MEM0_TELEMETRY``.
-- graphiti-core: PostHog events on initialisation: ``GRAPHITI_TELEMETRY_ENABLED``.
 - Ray: usage statistics sent from the head node of a cluster ``ray.init`` starts:
   ``RAY_USAGE_STATS_ENABLED``.
 - huggingface_hub (tokenizers' loading): telemetry on downloads, which never happen here
   (``HF_HUB_OFFLINE``): ``HF_HUB_DISABLE_TELEMETRY``.
-- Hindsight 1.1.0: OpenTelemetry traces only when ``HINDSIGHT_API_OTEL_TRACES_ENABLED`` is set
-  (off by default; set off here); its environment's sentry_sdk is never initialised.
-- Cognee 1.6 (the cognee memory's environment): an event per operation (add, cognify, search),
-  with a persistent machine id kept under ``~/.cognee``, sent to Cognee's collector:
-  ``TELEMETRY_DISABLED``.
+- each field system: the switches its declaration names (``SYSTEM.telemetry`` in
+  ``memories/systems/<name>/__init__.py``): mem0ai's PostHog events on every call
+  (``MEM0_TELEMETRY``), graphiti-core's on initialisation (``GRAPHITI_TELEMETRY_ENABLED``),
+  Hindsight's OpenTelemetry traces (``HINDSIGHT_API_OTEL_TRACES_ENABLED``; its environment's
+  sentry_sdk is never initialised), Cognee's event per operation with a machine id kept under
+  ``~/.cognee`` (``TELEMETRY_DISABLED``). A system an installed package declares has its
+  switches set when its memory registers.
 - ``DO_NOT_TRACK=1``, the cross-tool convention, for any library that honours it.
 
 Not telemetry, and left to the user: LangSmith tracing (LangChain) sends traces only when the
@@ -45,24 +45,30 @@ import warnings
 OFF: dict[str, str] = {
     "ORT_DISABLE_TELEMETRY": "1",
     "ANONYMIZED_TELEMETRY": "False",
-    "MEM0_TELEMETRY": "False",
-    "GRAPHITI_TELEMETRY_ENABLED": "false",
     "RAY_USAGE_STATS_ENABLED": "0",
     "HF_HUB_DISABLE_TELEMETRY": "1",
-    "HINDSIGHT_API_OTEL_TRACES_ENABLED": "false",
-    "TELEMETRY_DISABLED": "1",
     "DO_NOT_TRACK": "1",
 }
+_ACTIVE: dict[str, str] = {}  # every opt-out this process set: OFF and the systems' own
 
 
-def switch_off() -> None:
-    """Set every opt-out of ``OFF`` in this process's environment (inherited by the processes
-    it starts), and switch off the libraries already loaded (``switch_off_loaded``)."""
+def switch_off(systems: dict[str, str] | None = None) -> None:
+    """Set every opt-out of ``OFF``, and the field systems' ``systems`` (read from their
+    declarations by ``import memory_lab``; an installed system's when its memory registers), in
+    this process's environment (inherited by the processes it starts), and switch off the
+    libraries already loaded (``switch_off_loaded``)."""
     late = "onnxruntime" in sys.modules and os.environ.get("ORT_DISABLE_TELEMETRY") != "1"
-    os.environ.update(OFF)
+    _ACTIVE.update(OFF)
+    _ACTIVE.update(systems or {})
+    os.environ.update(_ACTIVE)
     switch_off_loaded()
     if late:
         warnings.warn(ORT_LOADED_FIRST, RuntimeWarning, stacklevel=3)
+
+
+def active() -> dict[str, str]:
+    """Every opt-out this process set (what a worker in an environment of its own is given)."""
+    return dict(_ACTIVE or OFF)
 
 
 # onnxruntime reads its switch when it loads, and its collector's uploader, started then, may

@@ -29,8 +29,22 @@ def pins() -> dict[str, str]:
 
 
 def declared() -> list[str]:
+    """Every requirement of the core and of the dev extra, the extras it names expanded (dev
+    brings every system's, ``memory-lab[systems,...]``)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
-    requirements = project["dependencies"] + project["optional-dependencies"]["dev"]
+    extras = project["optional-dependencies"]
+    requirements, pending, seen = list(project["dependencies"]), ["dev"], set()
+    while pending:
+        extra = pending.pop()
+        if extra in seen:
+            continue
+        seen.add(extra)
+        for r in extras[extra]:
+            own = re.match(r"memory-lab\[([^\]]+)\]", r)
+            if own:
+                pending += [e.strip() for e in own.group(1).split(",")]
+            else:
+                requirements.append(r)
     return [canonical(re.match(r"[A-Za-z0-9_.-]+", r).group()) for r in requirements]
 
 

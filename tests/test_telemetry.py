@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_lab.telemetry import OFF
+from memory_lab.telemetry import active
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STRACE = shutil.which("strace")
@@ -52,7 +52,7 @@ def traced(argv: list[str], tmp_path: Path, timeout: float) -> tuple[list[str], 
     environment: (DNS queries, connections beyond loopback, files under HOME)."""
     home, log = tmp_path / "home", tmp_path / "strace.log"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in OFF}
+    env = {k: v for k, v in os.environ.items() if k not in active()}
     env.update(HOME=str(home), MEMORY_LAB_CACHE=str(tmp_path / "cache"), HF_HUB_OFFLINE="1")
     command = [STRACE, "-f", "--seccomp-bpf", "-qq", "-e", "trace=connect,sendto,sendmsg"]
     done = subprocess.run(
@@ -81,6 +81,8 @@ def test_the_trace_reader_sees_a_dns_query_and_a_remote_connection():
 
 
 def test_importing_memory_lab_switches_every_library_s_telemetry_off():
+    OFF = active()  # the libraries' opt-outs and every system's declared ones
+    assert {"MEM0_TELEMETRY", "TELEMETRY_DISABLED", "ORT_DISABLE_TELEMETRY"} <= set(OFF)
     env = {**os.environ, **{name: "1" if name != "ORT_DISABLE_TELEMETRY" else "0" for name in OFF}}
     code = "import os, memory_lab, json; print(json.dumps({k: os.environ.get(k) for k in %r}))"
     done = subprocess.run(
@@ -124,7 +126,7 @@ def test_onnxruntime_imported_first_is_said_in_one_warning():
     """onnxruntime reads its switch when it loads: imported before memory_lab it has written
     its device id, and its uploader may still resolve Microsoft's collector (seen under strace
     in two of six runs): memory_lab switches its events off and says what it cannot undo."""
-    env = {k: v for k, v in os.environ.items() if k not in OFF}
+    env = {k: v for k, v in os.environ.items() if k not in active()}
     code = "import onnxruntime, memory_lab"
     done = subprocess.run(
         [sys.executable, "-W", "always", "-c", code], env=env, capture_output=True, text=True,

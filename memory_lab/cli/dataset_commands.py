@@ -30,6 +30,15 @@ def list_command(args: argparse.Namespace) -> int:
             print(f"      model roles: {', '.join(factory.roles)}")
         if not factory.params:
             print("      (no parameters)")
+        system = factory.system
+        if system is not None:
+            env = f"; runs in {system.environment.folder}" if system.environment else ""
+            print(
+                f"      system: {system.upstream} {system.version} ({system.licence}), "
+                f"{system.reference}{env}"
+            )
+            if system.missing():
+                print(f"      not installed here: {system.install_command()}")
     print("\nBuilt-in dialogue suites: " + ", ".join(f"builtin:{s}" for s in builtin_suites()))
     print(
         "\nDataset formats (--dialogues FORMAT:PATH#key=value,...; memory-lab import FORMAT PATH):"

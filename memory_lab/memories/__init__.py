@@ -1,84 +1,95 @@
-"""Memories: the protocol, the registry and the built-in adapters.
+"""Memories: the contract (protocol, registry, parameters, specs), the built-in memories
+(``builtin/``) and the field's systems (``systems/``, one package each, ``system.py`` their
+declaration).
 
-The package registers the built-in memories: its memory modules (``BUILTIN_MODULES``) declare
-theirs with ``@register_memory`` and are imported the first time the registry is asked
-(``register_builtin_modules``), so ``import memory_lab.memories`` stays light for a memory's
-author.
+Nothing here lists a memory: the registry finds the built-in modules and the systems
+(``discover``) and imports them the first time it is asked, so ``import memory_lab.memories``
+stays light for a memory's author; the names below are imported on first use (PEP 562).
 """
 
-from memory_lab.memories.base import TextMemory
-from memory_lab.memories.protocol import (
-    Exchange,
-    HoldsTexts,
-    Item,
-    Memory,
-    MemoryResources,
-    Query,
-    Recall,
-    SessionInfo,
-    held_texts,
-    render_recall,
-    tokens_held,
-)
-from memory_lab.memories.registry import (
-    MemoryFactory,
-    MemorySpec,
-    MemorySpecError,
-    Param,
-    ParamDoc,
-    build_memory,
-    memory_factories,
-    parse_memory_spec,
-    register_builtin_modules,
-    register_memory,
-    unregister_memory,
-)
+# ruff: noqa: F401  (the imports under TYPE_CHECKING are the exports, for type checkers)
+from __future__ import annotations
 
-# The built-in memory modules, in the order ``memory-lab list`` and ``--memory all`` show their
-# memories; each registers its own with ``@register_memory`` when imported.
-BUILTIN_MODULES = tuple(
-    f"{__name__}.{module}"
-    for module in (
-        "classic",
-        "classic_extras",
-        "combined",
-        "lg_thread",
-        "lg_store",
-        "memgpt",
-        "hybrid",
-        "hierarchical",
-        "profile",
-        "rag",
-        "langmem",
-        "mem0",
-        "graphiti",
-        "hindsight",
-        "cognee",
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "TextMemory": "memory_lab.memories.base",
+    **dict.fromkeys(
+        (
+            "Exchange",
+            "HoldsTexts",
+            "Item",
+            "Memory",
+            "MemoryResources",
+            "Query",
+            "Recall",
+            "SessionInfo",
+            "held_texts",
+            "render_recall",
+            "tokens_held",
+        ),
+        "memory_lab.memories.protocol",
+    ),
+    **dict.fromkeys(
+        (
+            "MemoryFactory",
+            "MemorySpec",
+            "MemorySpecError",
+            "Param",
+            "ParamDoc",
+            "build_memory",
+            "memory_factories",
+            "parse_memory_spec",
+            "register_memory",
+            "unregister_memory",
+        ),
+        "memory_lab.memories.registry",
+    ),
+    **dict.fromkeys(("Environment", "System"), "memory_lab.memories.system"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
+
+if TYPE_CHECKING:
+    from memory_lab.memories.base import TextMemory
+    from memory_lab.memories.protocol import (
+        Exchange,
+        HoldsTexts,
+        Item,
+        Memory,
+        MemoryResources,
+        Query,
+        Recall,
+        SessionInfo,
+        held_texts,
+        render_recall,
+        tokens_held,
     )
-)
-register_builtin_modules(BUILTIN_MODULES)
-
-__all__ = [
-    "Exchange",
-    "HoldsTexts",
-    "Item",
-    "Memory",
-    "MemoryFactory",
-    "MemoryResources",
-    "MemorySpec",
-    "MemorySpecError",
-    "Param",
-    "ParamDoc",
-    "Query",
-    "Recall",
-    "SessionInfo",
-    "TextMemory",
-    "build_memory",
-    "held_texts",
-    "memory_factories",
-    "parse_memory_spec",
-    "register_memory",
-    "render_recall",
-    "tokens_held",
-    "unregister_memory",
-]
+    from memory_lab.memories.registry import (
+        MemoryFactory,
+        MemorySpec,
+        MemorySpecError,
+        Param,
+        ParamDoc,
+        build_memory,
+        memory_factories,
+        parse_memory_spec,
+        register_memory,
+        unregister_memory,
+    )
+    from memory_lab.memories.system import Environment, System

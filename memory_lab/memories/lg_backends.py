@@ -33,12 +33,13 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from memory_lab.errors import ConfigError
+from memory_lab.errors import ConfigError, EnvironmentProblem
 from memory_lab.memories.protocol import MemoryResources
 from memory_lab.text.redact import redact, secrets_in
 
 BACKENDS = ("memory", "sqlite", "postgres")
 POSTGRES_RESOURCE = "postgres"
+POSTGRES_EXTRA = "postgres"  # pip install 'memory-lab[postgres]': psycopg and the LangGraph classes
 SQLITE_FILE = "langgraph.sqlite"
 # the msgpack types a checkpoint of these memories may hold beyond LangGraph's safe list
 CHECKPOINT_TYPES = (("langmem.short_term.summarization", "RunningSummary"),)
@@ -160,8 +161,16 @@ def check_postgres(
     """Before a run: the server answers, the tables exist (created once, here), pgvector if asked.
 
     Creating the tables here, in one process, keeps ``--jobs`` workers from racing to migrate.
+    Without the PostgreSQL drivers (an extra), EnvironmentProblem naming the install command.
     """
-    from langgraph.checkpoint.postgres import PostgresSaver
+    try:
+        import psycopg  # noqa: F401
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError as exc:
+        raise EnvironmentProblem(
+            f"memory '{memory}' keeps its state in PostgreSQL, and this install lacks its "
+            f"drivers ({exc.name}): pip install 'memory-lab[{POSTGRES_EXTRA}]'"
+        ) from None
 
     url = resource(POSTGRES_RESOURCE)
     with connect_postgres(url, memory) as conn:

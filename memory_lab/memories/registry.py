@@ -7,10 +7,13 @@ those, or ``Literal[...]`` choices, each with a default; bounds are declared wit
 Specs are checked when parsed, so ``window:k=-1`` fails before a results folder is made.
 
 There is one way to register a memory, ``@register_memory``, for the built-ins and everyone
-else. The built-ins register when the ``memory_lab.memories`` package imports its modules;
-installed packages name a module in the ``memory_lab.memories`` entry-point group, and a
+else. The built-in memories and the field systems' adapters (found by ``discover``, not listed)
+register when the registry is first asked; installed packages name a module in the
+``memory_lab.memories`` entry-point group (or declare a system in ``memory_lab.systems``), and a
 ``module:factory`` spec imports its module on use (so it also works in ``--jobs`` and Ray
-workers and on ``--resume``), whose decorator registers it. This module imports no memory.
+workers and on ``--resume``), whose decorator registers it. A memory may bring the offline
+model's rule script for its own prompts (``rules``; a system's comes with its declaration),
+passed on to the offline memory model as it registers. This module imports no memory.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from dataclasses import dataclass, field, replace
 from importlib import metadata
 from typing import Any, Literal
 
-from memory_lab.errors import BadInput, ConfigError, MemoryLabError
+from memory_lab import telemetry
+from memory_lab.errors import BadInput, ConfigError, EnvironmentProblem, MemoryLabError
 from memory_lab.memories.protocol import Memory, as_memory, lookup_resource
 from memory_lab.memories.sources import ENTRY_POINT_GROUP, check_source, pin
 
@@ -170,6 +174,10 @@ class MemoryFactory:
     # (parameter, values) pairs: with any of these parameters at one of its values the memory
     # keeps its state on a server (the ``postgres`` resource), where it outlives the process
     persistent: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    # the field system it belongs to (``memories/system.py``), and ``module:Class`` of the
+    # offline model's rule script for its prompts (by default its system's)
+    system: Any = None
+    rules: str | None = None
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
@@ -276,6 +284,8 @@ def _declare(
     preflight: Preflight | None = None,
     stack: tuple[str, ...] = (),
     persistent: Persistent | None = None,
+    system: Any = None,
+    rules: str | None = None,
 ) -> MemoryFactory:
     """The ``MemoryFactory`` of ``build(res, **params)``, its parameters read from the signature
     (``register_memory`` documents the arguments)."""
@@ -296,6 +306,11 @@ def _declare(
         raise TypeError(f"memory {name!r}: documented parameters not in the factory: {list(docs)}")
     for p in out:  # a default must pass its own bounds (its ``check`` runs when it is used)
         p._convert(p.default, name)
+    rules = rules or getattr(system, "rules", None)
+    if rules:  # the offline memory model answers its prompts by it from now on
+        from memory_lab.models.offline_rules import declare
+
+        declare(rules)
     return MemoryFactory(
         name,
         build,
@@ -307,32 +322,26 @@ def _declare(
         preflight=preflight,
         stack=tuple(stack),
         persistent=_persistent(name, tuple(out), persistent),
+        system=system,
+        rules=rules,
     )
 
 
 _REGISTRY: dict[str, MemoryFactory] = {}
-_BUILTIN_MODULES: list[str] = []  # named by the package, imported at the first lookup
-
-
-def register_builtin_modules(modules: tuple[str, ...]) -> None:
-    """The modules whose memories are built in: each is imported (so its ``@register_memory``
-    decorators run) when the registry is first asked, and their memories are listed first, in
-    module order. How the ``memory_lab.memories`` package registers its memories without
-    importing them, and their libraries, with itself."""
-    _BUILTIN_MODULES.extend(modules)
+_LOADED = False  # the built-in memories and systems' adapters imported (at the first lookup)
 
 
 def _registry() -> dict[str, MemoryFactory]:
-    """The registered memories, the built-in modules imported first (their memories first)."""
-    if _BUILTIN_MODULES:
-        modules = list(_BUILTIN_MODULES)
-        _BUILTIN_MODULES.clear()
-        try:
-            for module in modules:
-                importlib.import_module(module)
-        except BaseException:
-            _BUILTIN_MODULES[:0] = modules  # tried again at the next lookup, as imports are
-            raise
+    """The registered memories, the built-in modules and the field systems' adapters imported
+    first (their memories first: built-ins in module order, then the systems by name)."""
+    global _LOADED
+    if not _LOADED:
+        from memory_lab.memories import discover
+
+        modules = [*discover.builtin_modules(), *(s.adapter for s in discover.builtin_systems())]
+        for module in modules:
+            importlib.import_module(module)  # raises: tried again at the next lookup
+        _LOADED = True
         # in module order, whichever a program imported first; the others after them
         rank = {module: i for i, module in enumerate(modules)}
         ordered = sorted(_REGISTRY.values(), key=lambda f: rank.get(f.build.__module__, len(rank)))
@@ -366,6 +375,8 @@ def register_memory(
     roles_of: Callable[[dict[str, Any]], tuple[str, ...]] | None = None,
     stack: tuple[str, ...] = (),
     persistent: Persistent | None = None,
+    system: Any = None,
+    rules: str | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register ``factory(res, **params)`` under ``name`` (replacing one of that name).
 
@@ -382,6 +393,9 @@ def register_memory(
     names the parameter values with which it keeps it on a server (the ``postgres`` resource),
     so ``memory-lab serve`` gives each user a fixed cell id there and finds their memory again
     after a restart (``MemoryFactory.keeps_state``); a memory declaring none lives in the process.
+    ``system`` is the field system the memory runs (its ``SYSTEM`` declaration: what it needs,
+    checked before a run; its telemetry switches, set now); ``rules`` (``module:Class``, by
+    default the system's) is the offline memory model's rule script for the memory's prompts.
 
     Defined in an importable module, the memory can also be named as ``module:factory`` in a
     spec, which makes it available in ``--jobs`` and Ray workers and on ``--resume``.
@@ -399,7 +413,11 @@ def register_memory(
             preflight,
             stack,
             persistent,
+            system,
+            rules,
         )
+        if system is not None and system.telemetry:
+            telemetry.switch_off(system.telemetry)  # an installed system's opt-outs, from now
         # a built-in registers as its module is imported; another memory after the built-ins,
         # so it may replace one of them
         registry = _REGISTRY if _is_builtin(getattr(fn, "__module__", "")) else _registry()
@@ -417,6 +435,16 @@ def unregister_memory(name: str) -> None:
 
 def memory_factories() -> dict[str, MemoryFactory]:
     """All known memories, by name: built-ins first, then installed and registered ones."""
+    from memory_lab.memories import discover
+
+    for system in discover.installed_systems():
+        if not any(name in _registry() for name in system.memories) or not system.memories:
+            try:
+                importlib.import_module(system.adapter)
+            except ImportError as exc:
+                raise MemorySpecError(
+                    f"system '{system.name}': cannot import its adapter {system.adapter!r}: {exc}"
+                ) from None
     for ep in _entry_points():
         if ep.name not in _registry():
             try:
@@ -562,11 +590,13 @@ def _resolved(spec: MemorySpec, factory: MemoryFactory) -> MemorySpec:
 
 
 def preflight_memories(specs: list[MemorySpec], resources: dict[str, str] | None = None) -> None:
-    """Every memory's ``preflight``, before a run: one error naming the first problem. A
+    """Every memory's ``preflight``, before a run: one error naming the first problem (first
+    whether its system is installed here, ``check_installed``). A
     preflight's plain ``ValueError`` (a memory of the user's need not know ``errors.py``) is
     bad input, a ``ConfigError``."""
     for spec in specs:
         factory = spec.factory
+        check_installed(factory)
         if factory.preflight is None:
             continue
         try:
@@ -593,6 +623,7 @@ def build_memory(spec: MemorySpec, res: Any) -> Any:
     """A fresh memory for one cell: what the factory returns, made a ``Memory`` for this run
     by ``as_memory`` (a LangChain ``BaseMemory`` wrapped, the run's ``timestamps`` applied)."""
     factory = spec.factory
+    check_installed(factory)
     memory = as_memory(factory.build(res, **spec.params), res, spec.name)
     if not isinstance(memory, Memory):
         raise TypeError(
@@ -600,3 +631,14 @@ def build_memory(spec: MemorySpec, res: Any) -> Any:
             "observe/end_session/recall/snapshot/close (the Memory protocol) nor is a BaseMemory"
         )
     return memory
+
+
+# ------------------------------------------------------------------ what a run needs, by system
+
+
+def check_installed(factory: MemoryFactory) -> None:
+    """EnvironmentProblem (exit 3), one line naming the install command, when the memory's
+    system is not installed here."""
+    missing = factory.system.missing() if factory.system is not None else None
+    if missing:
+        raise EnvironmentProblem(missing)

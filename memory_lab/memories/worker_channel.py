@@ -1,14 +1,14 @@
 """A memory system that runs in an environment of its own: its worker process, kept private in
 a user and a network namespace, and the JSON-lines protocol between it and the run.
 
-``hindsight`` and ``cognee`` run their systems' real packages with the Python of a separate
-virtual environment (their pins are not the project's). The worker (``hindsight_worker.py``,
-``cognee_worker.py``) is started under ``unshare`` (``isolated``), in a folder of the cell's own
-that holds its HOME and temporary folder, with an environment of its own (the telemetry
-opt-outs passed on by name). One request at a time: the run sends an operation; while the
-worker works, each call it makes of the run's models (its LLM, its embeddings) comes back as a
-message and is answered by the run's models, metered and cached; then it says ``done`` (its
-result) or ``failed`` (its traceback).
+``hindsight`` and ``cognee`` run their systems' real packages with the Python of a separate virtual
+environment (their pins are not the project's). The worker (``systems/hindsight/worker.py``,
+``systems/cognee/worker.py``) is started under ``unshare`` (``isolated``), in a folder of the cell's
+own that holds its HOME and temporary folder, with an environment of its own (the telemetry opt-outs
+passed on by name). One request at a time: the run sends an operation; while the worker works, each
+call it makes of the run's models (its LLM, its embeddings) comes back as a message and is answered
+by the run's models, metered and cached; then it says ``done`` (its result) or ``failed`` (its
+traceback).
 """
 
 from __future__ import annotations
@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memory_lab import telemetry
 from memory_lab.errors import ConfigError, EnvironmentProblem
-from memory_lab.telemetry import OFF as TELEMETRY_OFF
+from memory_lab.memories.protocol import MemoryResources
+from memory_lab.models.providers import json_mode
 
 NETWORK_CHECK = "--network-check"  # the worker's argument: print "private" if it is
 CHECK_TIMEOUT = 60.0  # seconds the start-up check may take (it imports nothing heavy)
@@ -129,7 +131,7 @@ class Worker:
             # makes that order, and so their prompts, the same from run to run
             "PYTHONHASHSEED": "0",
             **system.env,
-            **TELEMETRY_OFF,  # its environment is its own: the opt-outs are passed on by name
+            **telemetry.active(),  # its environment is its own: the opt-outs are passed on by name
         }
         with open(self.log, "w", encoding="utf-8") as log:
             self.proc = subprocess.Popen(
@@ -230,3 +232,33 @@ class Worker:
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
                 stream.close()
+
+
+def answer_calls(res: MemoryResources) -> Any:
+    """What answers the worker's calls: the run's memory model and embeddings."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    chat = res.memory_llm
+    json_chat = json_mode(chat)
+    kinds = {"system": SystemMessage, "assistant": AIMessage}
+
+    def answer(message: dict[str, Any]) -> Any:
+        kind = message["call"]
+        if kind == "llm":
+            converted = [
+                kinds.get(m["role"], HumanMessage)(str(m["content"])) for m in message["messages"]
+            ]
+            reply = (json_chat if message.get("json") else chat).invoke(converted)
+            usage = getattr(reply, "usage_metadata", None) or {}
+            return {
+                "text": str(reply.content),
+                "input_tokens": int(usage.get("input_tokens", 0)),
+                "output_tokens": int(usage.get("output_tokens", 0)),
+            }
+        if kind == "embed_query":
+            return [list(res.embeddings.embed_query(t)) for t in message["texts"]]
+        if kind == "embed_documents":
+            return [list(v) for v in res.embeddings.embed_documents(message["texts"])]
+        raise ValueError(f"unknown call from Hindsight's worker: {kind!r}")
+
+    return answer

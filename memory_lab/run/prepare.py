@@ -13,7 +13,7 @@ import platform
 import shutil
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -111,12 +111,21 @@ def _price_entry(
 CLASSIC_MEMORIES = ("buffer", "window", "summary", "summary_buffer", "vector")
 
 
-def resolve_memories(specs: list[str]) -> list[MemorySpec]:
-    """Expand ``all`` and parse every spec (MemorySpecError on the first bad one)."""
+def resolve_memories(
+    specs: list[str], note: Callable[[str], None] | None = None
+) -> list[MemorySpec]:
+    """Expand ``all`` and parse every spec (MemorySpecError on the first bad one). ``all`` is
+    every memory installed here: one whose system is not (its declaration's ``missing``) is
+    left out, and ``note`` (stderr by default) says which, with the command that installs it."""
     out: list[MemorySpec] = []
     for spec in specs:
         if spec == "all":
-            out.extend(parse_memory_spec(name) for name in memory_factories())
+            factories = memory_factories()
+            absent = {n: f.system for n, f in factories.items() if f.system and f.system.missing()}
+            out.extend(parse_memory_spec(name) for name in factories if name not in absent)
+            if absent:
+                said = ", ".join(f"{n} ({s.install_command()})" for n, s in absent.items())
+                (note or _stderr)(f"--memory all leaves out what is not installed here: {said}")
         else:
             out.append(parse_memory_spec(spec))
     labels = [s.label for s in out]
@@ -393,3 +402,7 @@ def run_pricing(config: RunConfig, prices: dict[str, Price]) -> Pricing:
         if local
         else "estimate: offline tokens priced as if billed at these rates",
     )
+
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)

@@ -77,32 +77,23 @@ def _plain(value: Any) -> Any:
 
 def _persisted(memory: Any) -> tuple[Any, list[str], list[tuple[str, ...]]] | None:
     """(persistence, thread ids, Store namespaces) of a memory whose state a ``Persistence``
-    keeps (``thread``, ``store``, ``langmem``)."""
-    from memory_lab.memories.langmem import LangMemMemory
-    from memory_lab.memories.lg_store import StoreMemory
-    from memory_lab.memories.lg_thread import ThreadMemory
-
-    if isinstance(memory, StoreMemory):
-        return memory.persistence, [memory.thread.thread_id(SESSION)], [(memory.user_id,)]
-    if isinstance(memory, ThreadMemory):
-        return memory.persistence, [memory.thread_id(SESSION)], []
-    if isinstance(memory, LangMemMemory):
-        return memory.persistence, [], [memory.namespace]
-    return None
+    keeps (one with ``stored(session)``: ``thread``, ``store``, ``langmem``)."""
+    stored = getattr(memory, "stored", None)
+    return stored(SESSION) if callable(stored) else None
 
 
 def _forget_on_server(memory: Any) -> None:
-    """Delete what a memory keeps on its server, whatever ``keep`` says."""
+    """Delete what a memory keeps on its server, whatever ``keep`` says (``stored``, or its own
+    ``forget_stored``: ``mem0``'s table)."""
     held = _persisted(memory)
     if held is not None:
         persistence, threads, namespaces = held
         persistence.keep = False
         persistence.forget(threads, namespaces)
         return
-    from memory_lab.memories.mem0 import Mem0Memory
-
-    if isinstance(memory, Mem0Memory) and hasattr(memory.memory.vector_store, "delete_col"):
-        memory.memory.vector_store.delete_col()  # the user's own pgvector table
+    forget = getattr(memory, "forget_stored", None)
+    if callable(forget):
+        forget()
 
 
 class UserMemory:
@@ -201,22 +192,10 @@ class UserMemory:
 
 
 def stored_transcript(memory: Any) -> list[tuple[str, str]]:
-    """(message, reply) pairs as the thread of a ``thread`` or ``store`` memory holds them: what a
-    restarted server knows of a conversation (a trim, filter or summarize policy keeps only the
-    newest messages); empty for other memories."""
-    from memory_lab.memories.lg_store import StoreMemory
-    from memory_lab.memories.lg_thread import ThreadMemory
-
-    thread = memory.thread if isinstance(memory, StoreMemory) else memory
-    if not isinstance(thread, ThreadMemory):
-        return []
-    pairs: list[tuple[str, str]] = []
-    for message in thread.state(SESSION).get("messages", []):
-        if message.type == "human":
-            pairs.append((str(message.content), ""))
-        elif message.type == "ai" and pairs and not pairs[-1][1]:
-            pairs[-1] = (pairs[-1][0], str(message.content))
-    return pairs
+    """(message, reply) pairs as a memory's thread holds them (``stored_exchanges``: ``thread``
+    and ``store``): what a restarted server knows of a conversation; empty for other memories."""
+    stored = getattr(memory, "stored_exchanges", None)
+    return stored(SESSION) if callable(stored) else []
 
 
 def transcript_dialogue(user_id: str, memory: str, transcript: list[tuple[str, str]]) -> str:

@@ -1,12 +1,12 @@
 """Shared text analysis: words, Korean morphemes (kiwipiepy), stop words, stemming, features.
 
-Used by the offline reader (lexical evidence), ``memories/hybrid.py`` (BM25 terms), the offline
-answers to LangChain's entity and knowledge-graph prompts (``models/langchain_prompts.py``) and
-MemGPT's conversation search. Everything here is general, corpus-independent machinery: English
+Used by the offline reader (lexical evidence), ``memories/builtin/hybrid.py`` (BM25 terms), the
+offline answers to LangChain's entity and knowledge-graph prompts (``models/langchain_prompts.py``)
+and MemGPT's conversation search. Everything here is general, corpus-independent machinery: English
 words lose function words (scikit-learn's English stop-word list plus auxiliaries) and are lightly
 stemmed; Korean text is split with kiwipiepy and matched on its content morphemes, chosen by
-part-of-speech tag, so particles and endings never need a word list. kiwipiepy and scikit-learn
-are imported on first use.
+part-of-speech tag, so particles and endings never need a word list. kiwipiepy and scikit-learn are
+imported on first use.
 """
 
 from __future__ import annotations

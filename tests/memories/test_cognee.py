@@ -12,10 +12,10 @@ import pytest
 from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
 from memory_lab.errors import ConfigError
 from memory_lab.memories import MemorySpecError, parse_memory_spec, tokens_held
-from memory_lab.memories.cognee import default_python, preflight_cognee
 from memory_lab.memories.protocol import Query
+from memory_lab.memories.systems.cognee.adapter import default_python, preflight_cognee
+from memory_lab.memories.systems.cognee.rules import RULES, SCHEMA_MARK, schema_title
 from memory_lab.models.offline_rules import RuleSettings
-from memory_lab.models.offline_rules.cognee import RULES, SCHEMA_MARK, schema_title
 
 from ..conftest import FIXTURES
 from .replay import replayed, run_twice_on_mock
@@ -48,7 +48,7 @@ def test_parameters_are_checked_when_the_spec_is_parsed():
 
 def test_a_missing_environment_says_how_to_make_one(tmp_path):
     missing = tmp_path / "nowhere" / "python"
-    with pytest.raises(ConfigError, match="no Python at --resource cognee_python=.*setup-cognee"):
+    with pytest.raises(ConfigError, match="no Python at --resource cognee_python=.*make setup"):
         preflight_cognee({}, lambda name: str(missing))
     preflight_cognee({}, lambda name: str(default_python()))  # make setup-cognee made this one
 
@@ -120,7 +120,7 @@ def test_cognees_concurrent_calls_are_answered_in_the_order_its_tasks_run(tmp_pa
     import os
     import subprocess
 
-    from memory_lab.memories import cognee_worker
+    from memory_lab.memories.systems.cognee import worker as cognee_worker
 
     script = tmp_path / "concurrent_calls.py"
     script.write_text(CONCURRENT_CALLS)
@@ -137,8 +137,8 @@ def test_cognees_concurrent_calls_are_answered_in_the_order_its_tasks_run(tmp_pa
 
 
 def test_an_unknown_cognee_schema_fails_naming_it():
+    from memory_lab.memories.systems.cognee.rules import CogneeRuleError
     from memory_lab.models.offline_memory import OfflineMemoryModel
-    from memory_lab.models.offline_rules.cognee import CogneeRuleError
 
     with pytest.raises(CogneeRuleError, match="no rule for Cognee's response schema 'Ontology'"):
         OfflineMemoryModel().invoke(_prompt("Ontology", "User: hi"))

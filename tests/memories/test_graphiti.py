@@ -10,8 +10,8 @@ import pytest
 from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
 from memory_lab.memories import MemorySpecError, parse_memory_spec, tokens_held
 from memory_lab.memories.protocol import Query
+from memory_lab.memories.systems.graphiti.rules import RULES, schema_title
 from memory_lab.models.offline_rules import RuleSettings
-from memory_lab.models.offline_rules.graphiti import RULES, schema_title
 
 from ..conftest import FIXTURES
 from .replay import exchange, replayed, run_isolated, run_twice_on_mock
@@ -147,8 +147,8 @@ def test_graphitis_prompts_reach_the_provider_metered_and_a_rerun_is_cached(
 
 
 def test_an_unknown_graphiti_schema_fails_naming_it():
+    from memory_lab.memories.systems.graphiti.rules import SCHEMA_MARK, GraphitiRuleError
     from memory_lab.models.offline_memory import OfflineMemoryModel
-    from memory_lab.models.offline_rules.graphiti import SCHEMA_MARK, GraphitiRuleError
 
     prompt = f"Summarise the saga.\n\n{SCHEMA_MARK}\n\n" + json.dumps(
         {"title": "SagaSummary", "type": "object", "properties": {}}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memory_lab import parse_memory_spec
-from memory_lab.memories.hierarchical import (
+from memory_lab.memories.builtin.hierarchical import (
     LONG_TERM_HEADER,
     RECENT_HEADER,
     SUMMARY_HEADER,

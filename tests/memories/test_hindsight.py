@@ -14,10 +14,14 @@ import pytest
 from memory_lab import load_dialogues, read_results, resolve_memories, run_benchmark
 from memory_lab.errors import EXIT_ENVIRONMENT, ConfigError
 from memory_lab.memories import MemorySpecError, parse_memory_spec, tokens_held
-from memory_lab.memories.hindsight import HindsightError, default_python, preflight_hindsight
 from memory_lab.memories.protocol import Query
+from memory_lab.memories.systems.hindsight.adapter import (
+    HindsightError,
+    default_python,
+    preflight_hindsight,
+)
+from memory_lab.memories.systems.hindsight.rules import RULES, schema_title
 from memory_lab.models.offline_rules import RuleSettings
-from memory_lab.models.offline_rules.hindsight import RULES, schema_title
 
 from ..conftest import FIXTURES
 from .replay import exchange, replayed, run_isolated, run_twice_on_mock
@@ -104,7 +108,7 @@ print(f"{memory_engine._recall_scoring_now(datetime(2023, 6, 1)):%Y-%m-%d}")
 def test_hindsights_dates_resolve_against_the_replays_day_not_the_wall_clock(tmp_path):
     import subprocess
 
-    from memory_lab.memories import hindsight_worker
+    from memory_lab.memories.systems.hindsight import worker as hindsight_worker
 
     script = tmp_path / "replay_day.py"
     script.write_text(REPLAY_DAY)
@@ -346,7 +350,7 @@ def test_hindsights_concurrent_calls_are_answered_in_the_order_its_tasks_run(tmp
     # rerun sent other prompts (one BEAM conversation's evidence recall moved by 14 points)
     import subprocess
 
-    from memory_lab.memories import hindsight_worker
+    from memory_lab.memories.systems.hindsight import worker as hindsight_worker
 
     script = tmp_path / "concurrent_calls.py"
     script.write_text(CONCURRENT_CALLS)
@@ -360,8 +364,8 @@ def test_hindsights_concurrent_calls_are_answered_in_the_order_its_tasks_run(tmp
 
 
 def test_an_unknown_hindsight_schema_fails_naming_it():
+    from memory_lab.memories.systems.hindsight.rules import SCHEMA_MARK, HindsightRuleError
     from memory_lab.models.offline_memory import OfflineMemoryModel
-    from memory_lab.models.offline_rules.hindsight import SCHEMA_MARK, HindsightRuleError
 
     prompt = f"Reflect on the bank.\n\n{SCHEMA_MARK}\n" + json.dumps(
         {"title": "ReflectAnswer", "type": "object", "properties": {}}
@@ -373,7 +377,7 @@ def test_an_unknown_hindsight_schema_fails_naming_it():
 def _dedup_prompt(new: str, existing: str) -> str:
     """Hindsight's dedup call as its OpenAI-compatible provider sends it: one user message,
     the schema first (``_DEDUP_PROMPT`` of its consolidator, abridged)."""
-    from memory_lab.models.offline_rules.hindsight import SCHEMA_MARK
+    from memory_lab.memories.systems.hindsight.rules import SCHEMA_MARK
 
     schema = {"title": "_DedupDecision", "type": "object", "properties": {}}
     return (
@@ -405,7 +409,7 @@ def test_a_killed_worker_s_postgresql_is_stopped_by_the_run_that_started_it(nurs
     (its parent PID 1, its data folder deleted): closing the cell stops it."""
     import signal
 
-    from memory_lab.memories.hindsight import _running
+    from memory_lab.memories.systems.hindsight.adapter import _running
 
     cell = replayed("hindsight", nurse, run_models, upto=1)
     worker = cell.memory.worker

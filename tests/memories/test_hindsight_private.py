@@ -86,9 +86,9 @@ def test_the_passwords_never_look_like_an_option_to_pg0():
     and PostgreSQL did not start (a base64 password does, one time in 64)."""
     import importlib.util
 
-    from memory_lab.memories import hindsight_worker
+    from memory_lab.memories.systems.hindsight import worker as hindsight_worker
 
-    path = Path(hindsight_worker.__file__).with_name("hindsight_db.py")
+    path = Path(hindsight_worker.__file__).with_name("db.py")
     spec = importlib.util.spec_from_file_location("hindsight_db_check", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # it imports pg0 only when a server is made

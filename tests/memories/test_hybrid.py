@@ -14,7 +14,7 @@ from memory_lab.memories import (
     build_memory,
     parse_memory_spec,
 )
-from memory_lab.memories.hybrid import (
+from memory_lab.memories.builtin.hybrid import (
     BM25Index,
     bm25_terms,
     reciprocal_rank_fusion,

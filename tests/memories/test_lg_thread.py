@@ -10,7 +10,7 @@ import pytest
 
 from memory_lab import parse_memory_spec, read_results
 from memory_lab.cli import main
-from memory_lab.memories.lg_thread import message_tokens
+from memory_lab.memories.builtin.lg_thread import message_tokens
 from memory_lab.memories.protocol import Query
 from memory_lab.memories.registry import build_memory
 from memory_lab.run.cell import Cell

@@ -10,9 +10,9 @@ import pytest
 
 from memory_lab import parse_memory_spec
 from memory_lab.memories import MemorySpecError, tokens_held
-from memory_lab.memories.mem0 import pg_table
 from memory_lab.memories.protocol import Query
 from memory_lab.memories.registry import preflight_memories
+from memory_lab.memories.systems.mem0.adapter import pg_table
 
 from .replay import exchange, replayed, run_isolated, run_twice_on_mock
 
@@ -133,7 +133,7 @@ def test_mem0_s_spacy_warnings_do_not_reach_the_user(tmp_path, caplog, monkeypat
     read as an error: the docs say it once instead. Its other warnings still pass."""
     import logging
 
-    from memory_lab.memories.mem0 import _import_mem0
+    from memory_lab.memories.systems.mem0.adapter import _import_mem0
 
     monkeypatch.setenv("MEM0_DIR", str(tmp_path))  # as a run sets it, restored after
     _import_mem0(tmp_path)

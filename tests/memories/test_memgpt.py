@@ -11,7 +11,7 @@ from memory_lab import (
     run_benchmark,
 )
 from memory_lab.cli import main
-from memory_lab.memories.memgpt import ConversationLog, CoreMemory, Message
+from memory_lab.memories.builtin.memgpt import ConversationLog, CoreMemory, Message
 from memory_lab.memories.protocol import Query
 from memory_lab.run.cell import Cell
 from memory_lab.run.exchanges import exchanges
@@ -132,7 +132,7 @@ def test_conversation_search_finds_an_old_turn_among_many():
 SEARCH_EVERY_TURN = """
 import json
 from memory_lab import load_dialogues
-from memory_lab.memories.memgpt import ConversationLog, Message
+from memory_lab.memories.builtin.memgpt import ConversationLog, Message
 dialogue = next(d for d in load_dialogues("builtin:classic") if d.id == "family-palsun-party-ko")
 users = [t for t in dialogue.turns if t.role == "user"]
 log = ConversationLog()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from memory_lab import load_dialogues
-from memory_lab.memories.profile import (
+from memory_lab.memories.builtin.profile import (
     PROFILE_HEADER,
     UPDATE_SCHEMA,
     ProfileFact,

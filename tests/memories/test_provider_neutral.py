@@ -4,6 +4,12 @@ The offline models (``offline:reader``, ``offline:memory``) are providers like `
 a memory calls ``invoke``, ``bind_tools`` and ``with_structured_output`` and the model decides
 how to answer. So no module of ``memories/`` imports an offline model module (at the top or
 inside a function) or names an offline class, not even in a comment or a docstring.
+
+Two kinds of file are the offline model's side, kept beside the memories they answer: a field
+system's rule script (``systems/<name>/rules.py``, never imported by its adapter: the
+declaration names it as ``module:Class``), and the registry, which hands each registered
+memory's declared script to the offline model. A memory's own ``rules="module:Class"``
+declaration names one as a string.
 """
 
 from __future__ import annotations
@@ -63,9 +69,21 @@ def test_no_memory_refers_to_an_offline_model():
     assert {"OfflineChatModel", "OfflineMemoryModel", "OfflineReader"} <= classes
     sources = sorted(MEMORIES.rglob("*.py"))
     assert len(sources) > 10
+    offline_side = [p for p in sources if p.name == "rules.py" or p.name == "registry.py"]
+    assert len(offline_side) >= 6
     found = {
-        path.name: refs
+        str(path.relative_to(MEMORIES)): refs
         for path in sources
-        if (refs := offline_references(path.read_text(encoding="utf-8")))
+        if path not in offline_side
+        and (refs := offline_references(_without_rules_declarations(path)))
     }
     assert found == {}
+    for path in sources:  # an adapter never imports its rule script
+        if path.name != "rules.py":
+            assert ".rules import" not in path.read_text(encoding="utf-8"), path
+
+
+def _without_rules_declarations(path: Path) -> str:
+    """The file's source without its ``rules="module:Class"`` declarations (strings)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return "\n".join(line for line in lines if not line.strip().startswith('rules="'))

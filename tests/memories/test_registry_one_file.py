@@ -20,11 +20,11 @@ import pytest
 
 from memory_lab.cli import main
 from memory_lab.memories import (
-    BUILTIN_MODULES,
     memory_factories,
     parse_memory_spec,
     unregister_memory,
 )
+from memory_lab.memories.discover import builtin_modules, builtin_systems
 from memory_lab.results.read import read_records
 
 from ..fault_runs import records_of
@@ -159,8 +159,8 @@ def memory_imports(path: Path) -> tuple[set[str], set[str]]:
         names = []
         if isinstance(node, ast.ImportFrom) and node.module:
             names = [node.module]
-            if node.module == "memory_lab.memories":
-                names = [f"memory_lab.memories.{a.name}" for a in node.names]
+            if node.module in ("memory_lab.memories", "memory_lab.memories.systems"):
+                names = [f"{node.module}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         found = {n for n in names if n.startswith("memory_lab.memories.")}
@@ -172,14 +172,26 @@ def memory_imports(path: Path) -> tuple[set[str], set[str]]:
 
 def test_the_registry_imports_no_memory_and_the_module_imports_have_no_cycle():
     graph = {}
-    for path in sorted(PACKAGE.glob("*.py")):
+    for path in sorted(PACKAGE.rglob("*.py")):
         top, anywhere = memory_imports(path)
-        graph[f"memory_lab.memories.{path.stem}"] = top
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        name = ".".join(("memory_lab", "memories", *parts)).removesuffix(".__init__")
+        graph[name] = top
         if path.stem in ("registry", "protocol"):  # the contract and the registry: no memory
             # (sources.py: which recorded sources a resume may import, part of the contract)
-            contract = {"memory_lab.memories.protocol", "memory_lab.memories.sources"}
+            # (discover.py and system.py: where memories are found, what a system declares)
+            contract = {
+                f"memory_lab.memories.{m}" for m in ("protocol", "sources", "discover", "system")
+            }
             assert anywhere <= contract, (path.stem, anywhere)
-    assert set(BUILTIN_MODULES) < set(graph)
+    modules = {*builtin_modules(), *(s.adapter for s in builtin_systems())}
+    assert modules < set(graph)
+    # no system's package imports another's: each is one package, its shared parts in memories/
+    for module, imports in graph.items():
+        if module.startswith("memory_lab.memories.systems."):
+            own = ".".join(module.split(".")[:4])
+            others = {i for i in imports if i.startswith("memory_lab.memories.systems.")}
+            assert {".".join(i.split(".")[:4]) for i in others} <= {own}, (module, others)
     done: set[str] = set()
 
     def visit(module: str, path: tuple[str, ...]) -> None:
@@ -198,10 +210,11 @@ import sys
 first = sys.argv[1:]
 for name in first:
     __import__(name)
-from memory_lab.memories import BUILTIN_MODULES
+from memory_lab.memories.discover import builtin_modules, builtin_systems
 from memory_lab.memories.registry import memory_factories
+modules = (*builtin_modules(), *(s.adapter for s in builtin_systems()))
 if not first:  # the package alone: no memory module, none of their libraries
-    loaded = [m for m in (*BUILTIN_MODULES, "langchain_classic", "langgraph") if m in sys.modules]
+    loaded = [m for m in (*modules, "langchain_classic", "langgraph") if m in sys.modules]
     assert not loaded, loaded
 factories = memory_factories()
 print(",".join(factories))
@@ -213,8 +226,8 @@ print(",".join(sorted({str(f.source) for f in factories.values()})))
     "first",
     [
         (),
-        ("memory_lab.memories.mem0", "memory_lab.memories.classic_extras"),
-        ("memory_lab.memories.registry", "memory_lab.memories.lg_store"),
+        ("memory_lab.memories.systems.mem0.adapter", "memory_lab.memories.builtin.classic_extras"),
+        ("memory_lab.memories.registry", "memory_lab.memories.builtin.lg_store"),
     ],
     ids=["package", "mem0-first", "registry-first"],
 )
@@ -224,7 +237,8 @@ def test_any_import_order_in_a_fresh_interpreter_lists_the_built_ins_alike(first
     )
     assert done.returncode == 0, done.stderr[-2000:]
     names, sources = done.stdout.splitlines()[-2:]
-    here = [n for n, f in memory_factories().items() if f.build.__module__ in BUILTIN_MODULES]
+    modules = {*builtin_modules(), *(s.adapter for s in builtin_systems())}
+    here = [n for n, f in memory_factories().items() if f.build.__module__ in modules]
     assert names.split(",") == here  # the order of `memory-lab list` and `--memory all`
     assert here[:5] == ["buffer", "window", "summary", "summary_buffer", "vector"]
     assert len(here) >= 15 and sources == "None"

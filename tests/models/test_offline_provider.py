@@ -8,7 +8,7 @@ from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from pydantic import BaseModel
 
-from memory_lab.memories.profile import UPDATE_SCHEMA, ProfileUpdate
+from memory_lab.memories.builtin.profile import UPDATE_SCHEMA, ProfileUpdate
 from memory_lab.models import (
     OfflineMemoryModel,
     OfflineReader,

@@ -3,7 +3,7 @@ offline answers to LangChain's prompts (English stems and stop words, Korean mor
 
 from __future__ import annotations
 
-from memory_lab.memories.hybrid import bm25_terms
+from memory_lab.memories.builtin.hybrid import bm25_terms
 from memory_lab.models.langchain_prompts import proper_nouns
 from memory_lab.text.analysis import content_words, en_stopwords, features, is_hangul_text, stem
 

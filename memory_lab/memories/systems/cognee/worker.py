@@ -1,6 +1,6 @@
 """The ``cognee`` memory's worker: Cognee's pipelines in Cognee's own environment.
 
-Run by the ``cognee`` memory (``memory_lab/memories/cognee.py``) with the Python of a separate
+Run by the ``cognee`` memory (``adapter.py`` beside it) with the Python of a separate
 virtual environment that holds ``cognee`` (pinned by ``constraints-cognee.txt``: its pins
 want pandas 2, onnxruntime 1.23 and its own filelock, which the project's environment does not
 hold). It imports nothing of memory-lab, only the standard library, Cognee, and the JSON-lines
@@ -44,11 +44,13 @@ DATASET = "memory_lab"
 RETRIES = 3  # Cognee's litellm_native JSON path validates a reply at most this many times
 
 
-def _load(name: str) -> Any:
-    """The module ``name`` beside this file, by its file (the worker runs with ``python -P``)."""
-    spec = importlib.util.spec_from_file_location(
-        f"cognee_worker_{name}", Path(__file__).with_name(f"{name}.py")
-    )
+HERE = Path(__file__).resolve().parent
+
+
+def _load(name: str, folder: Path = HERE) -> Any:
+    """The module ``name`` in ``folder``, by default this file's, by its file (the worker runs
+    with ``python -P``)."""
+    spec = importlib.util.spec_from_file_location(f"cognee_worker_{name}", folder / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -314,4 +316,4 @@ if __name__ == "__main__":
     if sys.argv[1:] == [NETWORK_CHECK]:
         print("private")
     else:
-        Worker(_load("hindsight_worker").Channel()).serve()
+        Worker(_load("worker_stdio", HERE.parents[1]).Channel()).serve()

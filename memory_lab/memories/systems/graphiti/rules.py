@@ -37,17 +37,18 @@ from langchain_core.outputs import ChatResult
 from memory_lab.errors import BadInput
 from memory_lab.models.offline_base import chat_result
 from memory_lab.models.offline_rules.base import Request, RuleScript, RuleSettings
-from memory_lab.models.offline_rules.facts import FIRST_PERSON, personal_fact, stored_key
-from memory_lab.models.offline_summarizer import speaker_sentences
-from memory_lab.text.analysis import FUNCTION_WORDS, WORD
+from memory_lab.models.offline_rules.facts import (
+    USER,
+    fact_sentences,
+    relation,
+    stored_key,
+    topic,
+)
 from memory_lab.text.normalize import normalize
 
 SCHEMA_MARK = "Respond with a JSON object in the following format:"
-USER = "User"
 SUMMARY_CHARS = 1000  # Graphiti's MAX_SUMMARY_CHARS
 _SCHEMA = re.compile(re.escape(SCHEMA_MARK) + r"\s*(\{.*\})\s*$", re.S)
-_NAME = re.compile(r"[A-Z][\w'&-]*(?:\s+(?:of\s+|the\s+|de\s+)?[A-Z][\w'&-]*)*")
-_NOT_NAMES = frozenset({"I", "I'm", "I've", "I'd", "I'll", "OK", "Okay"})
 
 
 class GraphitiRuleError(BadInput):
@@ -83,50 +84,6 @@ def _listed(body: str) -> list[Any]:
         except (ValueError, SyntaxError):
             return []
     return value if isinstance(value, list) else []
-
-
-def user_sentences(message: str) -> list[str]:
-    """The user's sentences in an episode's ``User: ...`` / ``Assistant: ...`` lines."""
-    lines = []
-    for line in message.splitlines():
-        line = re.sub(rf"^{USER}:\s*", "Human: ", line)
-        lines.append(re.sub(r"^Assistant:\s*", "AI: ", line))
-    return [t for s, t in speaker_sentences("\n".join(lines)) if s == "Human"]
-
-
-def fact_sentences(message: str, settings: RuleSettings) -> list[str]:
-    """The user's sentences stating a fact about themselves, each once."""
-    out: list[str] = []
-    for sentence in user_sentences(message):
-        if sentence in out or not re.search(FIRST_PERSON, sentence, re.I):
-            continue
-        if personal_fact(sentence, settings.min_fact_score):
-            out.append(sentence)
-    return out
-
-
-def _content(text: str) -> list[str]:
-    return [w for w in WORD.findall(normalize(text)) if w not in FUNCTION_WORDS]
-
-
-def topic(sentence: str) -> str:
-    """What a fact is about: its first name after the first word, else three content words."""
-    first = re.match(r"\s*\S+", sentence)
-    rest = sentence[first.end() :] if first else sentence
-    for match in _NAME.finditer(rest):
-        words = match.group(0).split()
-        while words and words[0] in _NOT_NAMES:
-            words.pop(0)
-        if words:
-            return " ".join(words)
-    return " ".join(_content(sentence)[:3]) or sentence.strip()[:40]
-
-
-def relation(sentence: str) -> str:
-    """The fact's relation: its first content word in capitals (``PREFER``), else
-    ``RELATES_TO``."""
-    words = [w for w in _content(sentence) if w.isascii()]
-    return re.sub(r"\W+", "_", words[0]).upper() if words else "RELATES_TO"
 
 
 def iso_z(text: str) -> str | None:

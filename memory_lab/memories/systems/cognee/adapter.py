@@ -11,8 +11,8 @@ would be given, no answer generated), by the search type chosen (``search_type``
 formats it, split into its blocks; a block names the turns of the exchanges whose text it shows
 or whose node set it names, so evidence recall credits what is shown, no more.
 
-Cognee runs in a worker process of its own (``cognee_worker.py``) with the Python of a separate
-virtual environment (``.venv-cognee``, made by ``make setup-cognee``; elsewhere ``--resource
+Cognee runs in a worker process of its own (``worker.py``) with the Python of a separate
+virtual environment (``.venv-cognee``, made by ``make setup``; elsewhere ``--resource
 cognee_python=PATH``): its pins (pandas 2, onnxruntime 1.23) are not the project's. Its stores
 are embedded (SQLite, the Ladybug graph database, LanceDB) in a folder of the cell's own
 (``cognee/``, mode 0700) that also holds the worker's HOME and temporary folder, dropped when
@@ -40,14 +40,15 @@ from typing import Any, Literal
 
 from memory_lab.errors import ConfigError, EnvironmentProblem
 from memory_lab.memories import worker_channel
-from memory_lab.memories.hindsight import answer_calls
 from memory_lab.memories.protocol import Exchange, Item, MemoryResources, Query, Recall, SessionInfo
 from memory_lab.memories.registry import ParamDoc, register_memory
-from memory_lab.memories.worker_channel import Worker, WorkerSystem
+from memory_lab.memories.systems.cognee import SYSTEM
+from memory_lab.memories.worker_channel import Worker, WorkerSystem, answer_calls
 
 FOLDER = "cognee"
 PYTHON_RESOURCE = "cognee_python"
-VENV = ".venv-cognee"  # beside the project, made by `make setup-cognee`
+ENVIRONMENT = SYSTEM.environment  # its own virtual environment, declared with the system
+VENV = ENVIRONMENT.folder  # beside the project, made by `make setup`
 HEADER = "Memories (Cognee's search context, as Cognee gives it):"
 SPEAKERS = ("User", "Assistant")
 SearchType = Literal[
@@ -70,7 +71,7 @@ COGNEE = WorkerSystem(
     name="Cognee",
     memory="cognee",
     error=CogneeError,
-    script=Path(__file__).with_name("cognee_worker.py"),
+    script=Path(__file__).with_name("worker.py"),
     isolated=worker_channel.isolated,
     private_because="its worker runs in a user and a network namespace of its own, whose "
     "loopback is left down: nothing Cognee or a library under it tries leaves the machine",
@@ -85,7 +86,7 @@ def check_private(python: Path) -> None:
 
 def default_python() -> Path:
     """Cognee's Python in the project's ``.venv-cognee``."""
-    return Path(__file__).resolve().parents[2] / VENV / "bin" / "python"
+    return ENVIRONMENT.default_python()
 
 
 def cognee_python(resource: Any) -> Path:
@@ -100,7 +101,7 @@ def cognee_python(resource: Any) -> Path:
         where = f"--resource {PYTHON_RESOURCE}={given}" if given else f"{path} (none there)"
         raise ConfigError(
             f"memory 'cognee' runs in an environment of its own, and found no Python at {where}: "
-            f"run `make setup-cognee` (it makes {VENV}), or make one with `python3 -m venv DIR "
+            f"run `make setup` (it makes {VENV}), or make one with `python3 -m venv DIR "
             f"&& DIR/bin/pip install -c constraints-cognee.txt cognee` and pass --resource "
             f"{PYTHON_RESOURCE}=DIR/bin/python"
         )
@@ -219,6 +220,7 @@ class CogneeMemory:
     },
     roles=("memory",),
     preflight=preflight_cognee,
+    system=SYSTEM,
 )
 def cognee(
     res: MemoryResources,

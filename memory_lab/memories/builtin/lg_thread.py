@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from memory_lab.errors import ConfigError
+from memory_lab.errors import ConfigError, EnvironmentProblem
 from memory_lab.memories.lg_backends import Persistence, check_postgres
 from memory_lab.memories.protocol import (
     Exchange,
@@ -116,7 +116,13 @@ def _langmem_prompt(with_summary: bool) -> Any:
 
 
 def _langmem_node(model: Any, max_tokens: int) -> Any:
-    from langmem.short_term import SummarizationNode
+    try:
+        from langmem.short_term import SummarizationNode
+    except ImportError:
+        raise EnvironmentProblem(
+            "memory 'thread' summarises with LangMem's SummarizationNode here, and langmem is "
+            "not installed: pip install 'memory-lab[langmem]'"
+        ) from None
 
     return SummarizationNode(
         model=model,
@@ -305,7 +311,7 @@ class ThreadMemory:
     def held_texts(self) -> list[str]:
         """Every thread of the cell as the checkpointer has it: its summary, then its user and
         AI messages (older sessions' threads too, with ``thread_per=session``)."""
-        from memory_lab.memories.classic import message_texts
+        from memory_lab.memories.builtin.classic import message_texts
 
         texts: list[str] = []
         for thread_id in self.threads:
@@ -313,6 +319,22 @@ class ThreadMemory:
             messages = [m for m in values.get("messages", []) if m.type != "system"]
             texts += [self.summary(values), *message_texts(messages)]
         return texts
+
+    def stored(self, session_id: str) -> tuple[Any, list[str], list[tuple[str, ...]]]:
+        """What it keeps for a session where it keeps its state: (persistence, thread ids,
+        Store namespaces), for ``memory-lab serve``'s forget and release."""
+        return self.persistence, [self.thread_id(session_id)], []
+
+    def stored_exchanges(self, session_id: str) -> list[tuple[str, str]]:
+        """(message, reply) pairs as the session's thread holds them (a trim, filter or
+        summarize policy keeps only the newest messages)."""
+        pairs: list[tuple[str, str]] = []
+        for message in self.state(session_id).get("messages", []):
+            if message.type == "human":
+                pairs.append((str(message.content), ""))
+            elif message.type == "ai" and pairs and not pairs[-1][1]:
+                pairs[-1] = (pairs[-1][0], str(message.content))
+        return pairs
 
     def close(self) -> None:
         if self._closed:

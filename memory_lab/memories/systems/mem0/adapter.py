@@ -46,15 +46,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memory_lab.errors import ConfigError
+from memory_lab.memories.builtin.lg_store import user_id
+from memory_lab.memories.cell_ids import CellIds
 from memory_lab.memories.chroma import STACK as CHROMA_STACK
-from memory_lab.memories.langmem import CellIds
 from memory_lab.memories.lg_backends import (
     EMBEDDING_DIMS,
     POSTGRES_RESOURCE,
     connect_postgres,
     describe_url,
 )
-from memory_lab.memories.lg_store import user_id
 from memory_lab.memories.protocol import (
     Exchange,
     Item,
@@ -64,6 +64,7 @@ from memory_lab.memories.protocol import (
     SessionInfo,
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
+from memory_lab.memories.systems.mem0 import SYSTEM
 from memory_lab.telemetry import switch_off_loaded
 
 MEMORIES_HEADER = "Memories about the user:"
@@ -76,14 +77,6 @@ _NEXT_ID: contextvars.ContextVar[Any] = contextvars.ContextVar("mem0_next_id", d
 _DATE: contextvars.ContextVar[str | None] = contextvars.ContextVar("mem0_date", default=None)
 
 
-class _Mem0Ids(CellIds):
-    """``uuid`` for mem0's ``memory.main``: ``uuid4`` from the cell's counter while it adds."""
-
-    def uuid4(self) -> uuid.UUID:
-        draw = _NEXT_ID.get()
-        return draw() if draw is not None else uuid.uuid4()
-
-
 def _import_mem0(folder: Path) -> Any:
     """``mem0.memory.main``, imported with telemetry off and ``MEM0_DIR`` out of HOME."""
     with _IMPORT_LOCK:
@@ -94,7 +87,7 @@ def _import_mem0(folder: Path) -> Any:
         from mem0.memory import main
 
         switch_off_loaded()  # mem0 imported before memory_lab read its switch then
-        if not isinstance(main.uuid, _Mem0Ids):
+        if not isinstance(main.uuid, CellIds):
             # once per cell mem0 warns that a LangChain store has no keyword search (it then
             # ranks by vectors alone, as documented): said once in the docs, not in every run
             logging.getLogger(main.__name__).addFilter(
@@ -106,7 +99,7 @@ def _import_mem0(folder: Path) -> Any:
             logging.getLogger("mem0.utils.spacy_models").addFilter(
                 lambda record: "spaCy is not installed" not in record.getMessage()
             )
-            main.uuid = _Mem0Ids()
+            main.uuid = CellIds(_NEXT_ID)
             mem0_prompt = main.generate_additive_extraction_prompt
 
             def dated_prompt(*args: Any, **kwargs: Any) -> str:
@@ -231,6 +224,12 @@ class Mem0Memory:
         """The stored memories' texts."""
         return [m["memory"] for m in self.items()]
 
+    def forget_stored(self) -> None:
+        """Delete what it keeps on its server (the user's own pgvector table), whatever
+        ``keep`` says."""
+        if hasattr(self.memory.vector_store, "delete_col"):
+            self.memory.vector_store.delete_col()
+
     def close(self) -> None:
         """The collection is dropped and the history database closed through ``on_close``."""
 
@@ -295,6 +294,7 @@ def vector_store_config(res: MemoryResources, store: str) -> dict[str, Any]:
     preflight=preflight_mem0,
     stack=CHROMA_STACK,
     persistent={"store": ("postgres",)},
+    system=SYSTEM,
 )
 def mem0(
     res: MemoryResources, k: int = 4, store: Backend = "memory", keep: bool = False

@@ -1,6 +1,6 @@
 """The ``hindsight`` memory's worker: Hindsight's engine in Hindsight's own environment.
 
-Run by the ``hindsight`` memory (``memory_lab/memories/hindsight.py``) with the Python of a
+Run by the ``hindsight`` memory (``adapter.py`` beside it) with the Python of a
 separate virtual environment that holds ``hindsight-api-slim[embedded-db]`` (Hindsight needs
 ``protobuf>=7``, mem0 ``protobuf<7``: one environment cannot hold both). It imports nothing of
 memory-lab, only the standard library and Hindsight.
@@ -42,14 +42,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+HERE = Path(__file__).resolve().parent
 
-def _sibling(name: str) -> Any:
-    """The module ``name`` beside this file (run with ``python -P``, whose path does not hold
-    this folder, so it is loaded by its file): the worker's own parts, standard library only."""
+
+def _sibling(name: str, folder: Path = HERE) -> Any:
+    """The module ``name`` in ``folder``, by default this file's (run with ``python -P``, whose
+    path does not hold it, so it is loaded by its file): standard library only."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        f"hindsight_worker_{name}", Path(__file__).with_name(f"{name}.py")
+        f"hindsight_worker_{name}", folder / f"{name}.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -57,7 +59,9 @@ def _sibling(name: str) -> Any:
     return module
 
 
-db = _sibling("hindsight_db")  # the private network and PostgreSQL
+db = _sibling("db")  # the private network and PostgreSQL
+# the JSON-lines channel to the memory, shared by the workers (``memories/worker_stdio.py``)
+Channel = _sibling("worker_stdio", HERE.parents[1]).Channel
 
 # Hindsight reads its settings when first imported: no hosted model, no model download, no
 # reranking model, nothing that phones home. The worker hands the engine its own LLM and
@@ -79,41 +83,6 @@ HINDSIGHT_ENV = {
 
 def _log(text: str) -> None:
     print(f"[memory-lab hindsight worker] {text}", file=sys.stderr, flush=True)
-
-
-# ------------------------------------------------------------------------ the channel
-
-
-class Channel:
-    """The JSON-lines channel to the memory: requests in, calls out, one at a time."""
-
-    def __init__(self) -> None:
-        self.inp = sys.stdin
-        # The protocol gets its own copy of stdout; fd 1 becomes stderr, so whatever a library
-        # prints lands in the log instead of the protocol
-        self.out = os.fdopen(os.dup(1), "w", encoding="utf-8")
-        os.dup2(2, 1)
-        sys.stdout = sys.stderr
-        self.lock = threading.Lock()
-
-    def send(self, message: dict[str, Any]) -> None:
-        self.out.write(json.dumps(message, ensure_ascii=False) + "\n")
-        self.out.flush()
-
-    def receive(self) -> dict[str, Any] | None:
-        line = self.inp.readline()
-        return json.loads(line) if line else None
-
-    def call(self, kind: str, **payload: Any) -> Any:
-        """Ask the memory to run ``kind`` (a model call, an embedding); its result."""
-        with self.lock:
-            self.send({"call": kind, **payload})
-            reply = self.receive()
-        if reply is None:
-            raise RuntimeError("the memory closed the channel during a call")
-        if "error" in reply:
-            raise RuntimeError(f"{kind} failed in the memory: {reply['error']}")
-        return reply["result"]
 
 
 # -------------------------------------------------------------------------- ids

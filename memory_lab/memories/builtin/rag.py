@@ -184,7 +184,7 @@ class RagMemory:
     stack=CHROMA_STACK,
 )
 def rag(res: MemoryResources, chunk_tokens: int = 512, k: int = 2) -> RagMemory:
-    from memory_lab.memories.classic import cell_collection
+    from memory_lab.memories.builtin.classic import cell_collection
 
     return RagMemory(
         cell_collection(res),

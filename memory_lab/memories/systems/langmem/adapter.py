@@ -30,8 +30,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Literal
 
+from memory_lab.memories.builtin.lg_store import user_id
+from memory_lab.memories.cell_ids import CellIds
 from memory_lab.memories.lg_backends import Persistence, check_postgres
-from memory_lab.memories.lg_store import user_id
 from memory_lab.memories.protocol import (
     Exchange,
     Item,
@@ -41,6 +42,7 @@ from memory_lab.memories.protocol import (
     SessionInfo,
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
+from memory_lab.memories.systems.langmem import SYSTEM
 
 Backend = Literal["memory", "postgres"]
 NAMESPACE = "memories"
@@ -55,18 +57,6 @@ _NEXT_ID: contextvars.ContextVar[Callable[[], uuid.UUID] | None] = contextvars.C
 )
 
 
-class CellIds:
-    """``uuid`` for LangMem's extraction module: ``uuid4`` from the cell's counter while a
-    cell's manager runs (a context variable, so cells in threads keep apart), else random."""
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(uuid, name)
-
-    def uuid4(self) -> uuid.UUID:
-        draw = _NEXT_ID.get()
-        return draw() if draw is not None else uuid.uuid4()
-
-
 _IDS_LOCK = threading.Lock()
 
 
@@ -75,7 +65,7 @@ def _install_cell_ids() -> None:
 
     with _IDS_LOCK:
         if not isinstance(extraction.uuid, CellIds):
-            extraction.uuid = CellIds()
+            extraction.uuid = CellIds(_NEXT_ID)
 
 
 def _manager_class() -> type:
@@ -194,6 +184,10 @@ class LangMemMemory:
         """The stored memories' texts."""
         return [self.content(i) for i in self.items()]
 
+    def stored(self, session_id: str) -> tuple[Any, list[str], list[tuple[str, ...]]]:
+        """(persistence, thread ids, Store namespaces) it keeps: its Store namespace."""
+        return self.persistence, [], [self.namespace]
+
     def close(self) -> None:
         if self._closed:
             return
@@ -233,6 +227,7 @@ def preflight_langmem(params: dict[str, Any], resource: Any) -> None:
     roles=("memory",),
     preflight=preflight_langmem,
     persistent={"store": ("postgres",)},
+    system=SYSTEM,
 )
 def langmem(
     res: MemoryResources,

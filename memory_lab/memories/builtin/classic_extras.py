@@ -18,7 +18,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, get_buffer_string
 from langchain_core.outputs import ChatResult
 
-from memory_lab.memories.classic import LANGCHAIN_KEYS, ClassicMemory, message_count, message_texts
+from memory_lab.memories.builtin.classic import (
+    LANGCHAIN_KEYS,
+    ClassicMemory,
+    message_count,
+    message_texts,
+)
 from memory_lab.memories.protocol import Exchange, Item, MemoryResources, Query, Recall
 from memory_lab.memories.registry import ParamDoc, register_memory
 from memory_lab.models.prompt import INPUT_KEY, MEMORY_KEY

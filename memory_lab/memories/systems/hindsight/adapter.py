@@ -11,7 +11,7 @@ and observations, most relevant first, each dated. Each fact names the turns of 
 was extracted from (its document); each observation the turns of the facts it was consolidated
 from (Hindsight keeps them), so evidence recall credits what is shown, no more.
 
-Hindsight runs in a worker process of its own (``hindsight_worker.py``) with the Python of a
+Hindsight runs in a worker process of its own (``worker.py``) with the Python of a
 separate virtual environment (``.venv-hindsight``, made by ``make setup``; elsewhere
 ``--resource hindsight_python=PATH``): its releases need ``protobuf>=7``, mem0's ``protobuf<7``.
 The worker starts Hindsight's embedded PostgreSQL (pg0: PostgreSQL 18 with pgvector, bundled
@@ -58,14 +58,15 @@ from memory_lab.memories.protocol import (
     session_datetime,
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
-from memory_lab.memories.worker_channel import Worker, WorkerSystem
-from memory_lab.models.providers import json_mode
+from memory_lab.memories.systems.hindsight import SYSTEM
+from memory_lab.memories.worker_channel import Worker, WorkerSystem, answer_calls
 
-WORKER = Path(__file__).with_name("hindsight_worker.py")
+WORKER = Path(__file__).with_name("worker.py")
 FOLDER = "hindsight"
 BANK = "memory-lab"
 PYTHON_RESOURCE = "hindsight_python"
-VENV = ".venv-hindsight"  # beside the project, made by `make setup`
+ENVIRONMENT = SYSTEM.environment  # its own virtual environment, declared with the system
+VENV = ENVIRONMENT.folder  # beside the project, made by `make setup`
 HEADER = "Memories (Hindsight's recall, most relevant first):"
 FACT_TYPES = ("world", "experience", "observation")
 SPEAKERS = ("User", "Assistant")
@@ -83,7 +84,7 @@ class HindsightError(EnvironmentProblem):
 
 def default_python() -> Path:
     """Hindsight's Python in the project's ``.venv-hindsight``."""
-    return Path(__file__).resolve().parents[2] / VENV / "bin" / "python"
+    return ENVIRONMENT.default_python()
 
 
 def hindsight_python(resource: Any) -> Path:
@@ -165,36 +166,6 @@ HINDSIGHT = WorkerSystem(
 def check_private(python: Path) -> None:
     """The worker can run in namespaces of its own here (else HindsightError saying why)."""
     worker_channel.check_private(HINDSIGHT, python)
-
-
-def answer_calls(res: MemoryResources) -> Any:
-    """What answers the worker's calls: the run's memory model and embeddings."""
-    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-
-    chat = res.memory_llm
-    json_chat = json_mode(chat)
-    kinds = {"system": SystemMessage, "assistant": AIMessage}
-
-    def answer(message: dict[str, Any]) -> Any:
-        kind = message["call"]
-        if kind == "llm":
-            converted = [
-                kinds.get(m["role"], HumanMessage)(str(m["content"])) for m in message["messages"]
-            ]
-            reply = (json_chat if message.get("json") else chat).invoke(converted)
-            usage = getattr(reply, "usage_metadata", None) or {}
-            return {
-                "text": str(reply.content),
-                "input_tokens": int(usage.get("input_tokens", 0)),
-                "output_tokens": int(usage.get("output_tokens", 0)),
-            }
-        if kind == "embed_query":
-            return [list(res.embeddings.embed_query(t)) for t in message["texts"]]
-        if kind == "embed_documents":
-            return [list(v) for v in res.embeddings.embed_documents(message["texts"])]
-        raise ValueError(f"unknown call from Hindsight's worker: {kind!r}")
-
-    return answer
 
 
 # ------------------------------------------------------------------------------ memory
@@ -379,6 +350,7 @@ def _check_types(value: list[str]) -> list[str]:
     },
     roles=("memory",),
     preflight=preflight_hindsight,
+    system=SYSTEM,
 )
 def hindsight(
     res: MemoryResources,

@@ -59,6 +59,7 @@ from memory_lab.memories.protocol import (
     session_datetime,
 )
 from memory_lab.memories.registry import ParamDoc, register_memory
+from memory_lab.memories.systems.graphiti import SYSTEM
 from memory_lab.models.providers import json_mode
 from memory_lab.models.tasks import parse_json_reply
 
@@ -450,6 +451,7 @@ def _model_name(chat: Any) -> str:
     },
     roles=("memory",),
     preflight=preflight_graphiti,
+    system=SYSTEM,
 )
 def graphiti(
     res: MemoryResources,

@@ -1,6 +1,6 @@
 """The ``hindsight`` memory's worker's database: its private network and its PostgreSQL.
 
-Loaded by ``hindsight_worker.py`` from its file, in Hindsight's environment: the standard
+Loaded by the worker (``worker.py``) from its file, in Hindsight's environment: the standard
 library only (and pg0 and asyncpg, which that environment holds).
 
 The memory starts the worker in a user and a network namespace of its own (``unshare --user

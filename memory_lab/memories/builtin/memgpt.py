@@ -581,6 +581,7 @@ def _count_tokens(text: str) -> int:
     },
     roles=("memory",),
     stack=CHROMA_STACK,
+    rules="memory_lab.models.offline_rules.memgpt:MemGPTScript",
 )
 def memgpt(
     res: MemoryResources,

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
+from memory_lab.memories.builtin.lg_thread import ThreadMemory, ThreadPolicy, build_thread_graph
 from memory_lab.memories.lg_backends import Persistence, check_postgres
-from memory_lab.memories.lg_thread import ThreadMemory, ThreadPolicy, build_thread_graph
 from memory_lab.memories.protocol import (
     Exchange,
     Item,
@@ -142,6 +142,15 @@ class StoreMemory:
     def held_texts(self) -> list[str]:
         """The stored facts' values, then the threads' texts."""
         return [*self.facts().values(), *self.thread.held_texts()]
+
+    def stored(self, session_id: str) -> tuple[Any, list[str], list[tuple[str, ...]]]:
+        """(persistence, thread ids, Store namespaces) it keeps for a session (see
+        ``ThreadMemory.stored``): its thread and the user's facts."""
+        return self.persistence, [self.thread.thread_id(session_id)], [(self.user_id,)]
+
+    def stored_exchanges(self, session_id: str) -> list[tuple[str, str]]:
+        """The session's (message, reply) pairs as its thread holds them."""
+        return self.thread.stored_exchanges(session_id)
 
     def close(self) -> None:
         if self._closed:

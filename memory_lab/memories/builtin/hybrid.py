@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from memory_lab.errors import ConfigError
+from memory_lab.errors import ConfigError, EnvironmentProblem
 from memory_lab.memories.chroma import STACK as CHROMA_STACK
 from memory_lab.memories.protocol import (
     Exchange,
@@ -188,7 +188,14 @@ def load_reranker(path: str) -> tuple[Any, threading.Lock]:
     key = str(Path(path).resolve())
     with _RERANKERS_LOCK:
         if key not in _RERANKERS:
-            from sentence_transformers import CrossEncoder
+            try:
+                from sentence_transformers import CrossEncoder
+            except ImportError:
+                raise EnvironmentProblem(
+                    "memory 'hybrid' reranks with a sentence-transformers CrossEncoder, which "
+                    "this install lacks: pip install torch==2.13.0 'memory-lab[rerank]' (torch "
+                    "first, or pip pulls a CUDA build)"
+                ) from None
 
             _RERANKERS[key] = (
                 CrossEncoder(key, device="cpu", local_files_only=True),

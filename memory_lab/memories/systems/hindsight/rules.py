@@ -36,8 +36,7 @@ from langchain_core.outputs import ChatResult
 from memory_lab.errors import BadInput
 from memory_lab.models.offline_base import chat_result
 from memory_lab.models.offline_rules.base import Request, RuleScript, RuleSettings
-from memory_lab.models.offline_rules.facts import stored_key
-from memory_lab.models.offline_rules.graphiti import fact_sentences, topic
+from memory_lab.models.offline_rules.facts import fact_sentences, stored_key, topic
 from memory_lab.text.analysis import content_words
 
 SCHEMA_MARK = "You must respond with valid JSON matching this schema:"

@@ -27,7 +27,7 @@ from langchain_core.outputs import ChatResult
 from memory_lab.errors import BadInput
 from memory_lab.models.offline_base import chat_result
 from memory_lab.models.offline_rules.base import Request, RuleScript, RuleSettings
-from memory_lab.models.offline_rules.graphiti import fact_sentences, relation, topic, user_sentences
+from memory_lab.models.offline_rules.facts import fact_sentences, relation, topic, user_sentences
 
 SCHEMA_MARK = "You MUST respond with valid JSON conforming to this schema:\n```json\n"
 USER_NODE = {"id": "user", "name": "user", "type": "Person", "description": "The user."}
