@@ -2,7 +2,10 @@
 
 ``<!-- cli-reference -->`` becomes the help of ``memory_lab.cli.build_parser()`` and of each of
 its subcommands; ``<!-- memory-parameters NAME -->`` becomes the parameter table of the
-registered memory NAME (what ``memory-lab list`` prints).
+registered memory NAME (what ``memory-lab list`` prints); ``<!-- field-systems -->`` becomes the
+table of the field's systems from their declarations (``SYSTEM`` of each package of
+``memory_lab/memories/systems/``), and each system's page joins the Memories section of the
+navigation (``on_config``): adding a system adds no line to ``mkdocs.yml``.
 """
 
 from __future__ import annotations
@@ -58,7 +61,50 @@ def memory_parameters(name: str) -> str:
     return "\n".join(lines)
 
 
+def field_systems() -> str:
+    """Markdown table of the field's systems, from their declarations."""
+    from memory_lab.memories.discover import builtin_systems
+
+    lines = [
+        "| system | memories | upstream | licence | install |",
+        "|---|---|---|---|---|",
+    ]
+    for s in builtin_systems():
+        page = f"[{s.title}]({Path(s.docs).name})" if s.docs else s.title
+        names = ", ".join(f"`{m}`" for m in s.memories)
+        install = (
+            f"an environment of its own (`{s.environment.folder}`, `make setup`)"
+            if s.environment
+            else f"`{s.install_command()}`"
+        )
+        lines.append(
+            f"| {page} | {names} | `{s.upstream}` {s.version} | {s.licence} | {install} |"
+        )
+    return "\n".join(lines)
+
+
+def on_config(config):  # noqa: ANN001, ANN201 (MkDocs API)
+    """Each system's page in the Memories section, before "Write your own" (its declaration's
+    ``docs``), unless the navigation lists it already."""
+    from memory_lab.memories.discover import builtin_systems
+
+    section = next(
+        (e["Memories"] for e in config["nav"] if isinstance(e, dict) and "Memories" in e), None
+    )
+    if section is None:
+        return config
+    listed = {v for e in section if isinstance(e, dict) for v in e.values()}
+    at = next((i for i, e in enumerate(section) if "Write your own" in e), len(section))
+    for s in builtin_systems():
+        if s.docs and s.docs not in listed:
+            section.insert(at, {s.name: s.docs})
+            at += 1
+    return config
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ANN001 (MkDocs API)
     if "<!-- cli-reference -->" in markdown:
         markdown = markdown.replace("<!-- cli-reference -->", cli_reference())
+    if "<!-- field-systems -->" in markdown:
+        markdown = markdown.replace("<!-- field-systems -->", field_systems())
     return _PARAMS.sub(lambda m: memory_parameters(m.group(1)), markdown)
