@@ -30,7 +30,9 @@ def nav_pages(entries) -> list[str]:
 
 
 def config() -> dict:
-    return yaml.safe_load((ROOT / "mkdocs.yml").read_text("utf-8"))
+    """mkdocs.yml with the navigation as the site builds it (the systems' pages added from
+    their declarations by docs/hooks.py)."""
+    return hooks().on_config(yaml.safe_load((ROOT / "mkdocs.yml").read_text("utf-8")))
 
 
 def hooks():
