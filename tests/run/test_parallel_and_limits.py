@@ -50,10 +50,6 @@ def test_every_memory_runs_with_concurrency_4_as_it_does_alone(tmp_path):
 
     dialogues = sorted(load_dialogues("builtin:classic"), key=lambda d: len(d.turns))[:2]
     memories = resolve_memories(["all", "vector:k=2"])  # vector cells overlap in time
-    # cognee's search context ordered two equally relevant chunks differently in a run with
-    # --concurrency 4 than alone (seen in CI, not yet explained: issue 46's note); its content
-    # was the same. It is left out here until its order is pinned down.
-    memories = [m for m in memories if m.name != "cognee"]
 
     def records(folder):
         rows = [json.loads(x) for x in (folder / "records.jsonl").read_text().splitlines()]

@@ -189,6 +189,38 @@ def run_embeddings(channel: Any, dimension: int, querying: list[bool]) -> Any:
     return RunEmbeddings()
 
 
+def ordered_neighborhood() -> None:
+    """Ladybug's one-hop neighbourhood (``get_neighborhood``) with its edges in one order.
+
+    The hybrid search shows an entity's edges as bullets ranked by its fact search, and those
+    the search did not rank "in graph order" (``_edge_sort_key``,
+    cognee/modules/retrieval/hybrid/entities.py:349, a stable sort): the order of the edges
+    ``get_neighborhood`` returns (cognee/infrastructure/databases/graph/ladybug/adapter.py:
+    3033, ``list(set(node_ids) | set(neighbor_ids))`` fed to an ``UNWIND`` query with no
+    ``ORDER BY``; the neighbours come from a ``RETURN DISTINCT``). That order varied between
+    two replays of the same graph: ``builtin:classic``'s bakery dialogue at s2.t23 showed an
+    entity's chunk edge ("Document chunk mentions ...") and its user edge in either order.
+    Here the edges come back grouped by source as Cognee groups them, the sources in one
+    order (the seeds as given, the entities in their search rank, then the neighbours by id)
+    and, within a source, by target and relationship. The ranked bullets keep Cognee's rank;
+    only the order among the unranked ones is now the same from run to run."""
+    ladybug = importlib.import_module("cognee.infrastructure.databases.graph.ladybug.adapter")
+    unordered = ladybug.LadybugAdapter.get_neighborhood
+
+    async def get_neighborhood(self: Any, node_ids: list[str], *args: Any, **kwargs: Any) -> Any:
+        nodes, edges = await unordered(self, node_ids, *args, **kwargs)
+        seeds = {str(n): i for i, n in enumerate(dict.fromkeys(node_ids or []))}
+
+        def place(node_id: str) -> tuple[int, str]:
+            return (seeds.get(node_id, len(seeds)), node_id)
+
+        nodes = sorted(nodes, key=lambda n: place(str(n[0])))
+        edges = sorted(edges, key=lambda e: (place(str(e[0])), str(e[1]), str(e[2])))
+        return nodes, edges
+
+    ladybug.LadybugAdapter.get_neighborhood = get_neighborhood
+
+
 # ------------------------------------------------------------------------- the worker
 
 
@@ -222,15 +254,34 @@ class Worker:
             "cognee.infrastructure.databases.vector.embeddings.get_embedding_engine"
         )
         factory.create_embedding_engine = lambda *a, **k: engine
+        ordered_neighborhood()
         version = importlib.import_module("cognee.version").get_cognee_version()
         _log(f"Cognee {version} imported in {time.perf_counter() - began:.1f} s")
         self.cognee = cognee
         return {"version": version}
 
     async def remember(self, text: str, tag: str) -> dict[str, Any]:
-        """Add ``text`` to the dataset, tagged ``tag`` (its node set), and cognify it."""
+        """Add ``text`` to the dataset, tagged ``tag`` (its node set), and cognify it.
+
+        The document's id is pinned (``DataItem.data_id``, Cognee's own way to pin one), drawn
+        from its text: given a plain string, Cognee mints a new document a random id
+        (``uuid4()``, cognee/tasks/ingestion/ingest_data.py:326), its chunks' ids derive from it
+        (cognee/modules/chunking/chunk_id.py:22), and the hybrid search breaks ties between
+        equally ranked passages by chunk id (``rank_chunk_summary_pairs``,
+        cognee/modules/retrieval/hybrid/ranking.py:55: reciprocal-rank fusion of the chunk and
+        the summary ranks, so a passage 3rd by vector and 4th by summary ties with one 4th and
+        3rd). So two replays showed tied passages in either order (``builtin:classic``'s
+        bakery dialogue at s1.t9). Cognee's ranking is unchanged; only its last tie-break is
+        now the same from run to run. The id depends on the text alone, as Cognee's own
+        de-duplication by content hash does: the same text added again is the same
+        document."""
+        from uuid import NAMESPACE_OID, uuid5
+
+        from cognee.tasks.ingestion.data_item import DataItem
+
         began = time.perf_counter()
-        await self.cognee.add(text, dataset_name=DATASET, node_set=[tag])
+        item = DataItem(text, data_id=uuid5(NAMESPACE_OID, f"memory-lab:{DATASET}:{text}"))
+        await self.cognee.add(item, dataset_name=DATASET, node_set=[tag])
         added = time.perf_counter()
         await self.cognee.cognify(datasets=[DATASET], **self.cognify)
         done = time.perf_counter()
