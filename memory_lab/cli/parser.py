@@ -378,6 +378,14 @@ def _build(parser_class: type[argparse.ArgumentParser]) -> argparse.ArgumentPars
         metavar="SOURCE",
         help="dialogues to replay (default: the first of builtin:classic)",
     )
+    chk.add_argument(
+        "--resource",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a resource for the memories, as for run (e.g. postgres=URL: then a spec that "
+        "keeps its state there, such as thread:saver=postgres, is checked across a restart)",
+    )
     chk.set_defaults(func=check_command)
 
     val = sub.add_parser("validate", help="check dialogue files; report every problem")

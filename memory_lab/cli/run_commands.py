@@ -28,9 +28,6 @@ def run_config(args: argparse.Namespace) -> RunConfig:
     """The RunConfig the ``run`` options describe (``RunConfig.from_options``)."""
     return RunConfig.from_options(args)
 
-# What ``memory-lab check`` replays unless told: the first dialogue of the built-in suite
-CHECK_DIALOGUES = "builtin:classic"
-
 
 def run_command(args: argparse.Namespace) -> int:
     """``memory-lab run``; ``args.given`` names the options given (``parser.given_run_options``)."""
@@ -106,15 +103,16 @@ def check_command(args: argparse.Namespace) -> int:
     """``memory-lab check SPEC...``: the conformance check, one line per memory (or per
     failure); exit 1 when any memory fails a check."""
     from memory_lab.dialogue.sources import load_dialogues
-    from memory_lab.run.conformance import check_memory
+    from memory_lab.run.conformance import DEFAULT_DIALOGUES, check_memory
     from memory_lab.run.context import RunModels
     from memory_lab.run.prepare import resolve_memories
 
     specs = resolve_memories(args.specs)
-    dialogues = load_dialogues(*(args.dialogues or [CHECK_DIALOGUES]))
+    dialogues = load_dialogues(*(args.dialogues or [DEFAULT_DIALOGUES]))
     if not args.dialogues:
         dialogues = dialogues[:1]
-    models = RunModels.create()
+    resources = named_values(args.resource, "--resource")
+    models = RunModels.create(resources=resources)
     failed = 0
     for spec in specs:
         report = check_memory(spec, dialogues, models)

@@ -350,8 +350,13 @@ def _registry() -> dict[str, MemoryFactory]:
     return _REGISTRY
 
 
-def _is_builtin(module: str) -> bool:
+def is_builtin_module(module: str) -> bool:
+    """Whether ``module`` is memory-lab's own memories' (built in, registered wherever
+    ``memory_lab`` is imported)."""
     return module == BUILTIN_PACKAGE or module.startswith(BUILTIN_PACKAGE + ".")
+
+
+_is_builtin = is_builtin_module
 
 
 def _source_of(fn: Callable[..., Any]) -> str | None:

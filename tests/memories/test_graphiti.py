@@ -14,7 +14,7 @@ from memory_lab.memories.systems.graphiti.rules import RULES, schema_title
 from memory_lab.models.offline_rules import RuleSettings
 
 from ..conftest import FIXTURES
-from .replay import exchange, replayed, run_isolated, run_twice_on_mock
+from .replay import exchange, replayed, run_twice_on_mock
 
 
 @pytest.fixture(scope="module")
@@ -110,13 +110,6 @@ def test_without_keep_the_graph_folder_is_dropped(coffee, tmp_path):
     )
     assert outcome.failed_cells == 0
     assert list((tmp_path / "run").rglob("graphiti")) == []
-
-
-def test_a_run_writes_nothing_outside_its_folder_and_connects_nowhere(
-    coffee, tmp_path, monkeypatch
-):
-    written, remote = run_isolated("graphiti", coffee, tmp_path, monkeypatch)
-    assert written == [] and remote == []
 
 
 def _graphiti_model(body: dict) -> str:

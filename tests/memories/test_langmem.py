@@ -13,7 +13,7 @@ from memory_lab.memories.protocol import Query
 from memory_lab.memories.registry import preflight_memories
 
 from ..models.openai_mock import TOOL_CALL_USAGE
-from .replay import exchange, replayed, run_isolated, run_twice_on_mock
+from .replay import exchange, replayed, run_twice_on_mock
 
 
 def test_parameters_are_checked_when_the_spec_is_parsed():
@@ -132,8 +132,3 @@ def test_langmem_prompts_reach_the_provider_metered_and_a_rerun_is_cached(
     assert (turns["memory_output_tokens"] == TOOL_CALL_USAGE["completion_tokens"]).all()
     assert runs.again_calls == 0  # the rerun's calls all came from the cache
     assert list(runs.rerun_turns["memory_output_tokens"]) == list(turns["memory_output_tokens"])
-
-
-def test_a_run_writes_nothing_outside_its_folder_and_connects_nowhere(nurse, tmp_path, monkeypatch):
-    written, remote = run_isolated("langmem", nurse, tmp_path, monkeypatch)
-    assert written == [] and remote == []

@@ -14,7 +14,7 @@ from memory_lab.memories.protocol import Query
 from memory_lab.memories.registry import preflight_memories
 from memory_lab.memories.systems.mem0.adapter import pg_table
 
-from .replay import exchange, replayed, run_isolated, run_twice_on_mock
+from .replay import exchange, replayed, run_twice_on_mock
 
 
 def test_parameters_are_checked_when_the_spec_is_parsed():
@@ -91,11 +91,6 @@ def test_mem0_prompts_reach_the_provider_metered_and_a_rerun_is_cached(
     assert (turns["memory_output_tokens"] > 0).all()
     assert runs.again_calls == 0  # the rerun's calls all came from the cache
     assert list(runs.rerun_turns["memory_output_tokens"]) == list(turns["memory_output_tokens"])
-
-
-def test_a_run_writes_nothing_outside_its_folder_and_connects_nowhere(nurse, tmp_path, monkeypatch):
-    written, remote = run_isolated("mem0", nurse, tmp_path, monkeypatch)
-    assert written == [] and remote == []
 
 
 def _tables(url: str) -> set[str]:

@@ -9,7 +9,7 @@ from memory_lab.memories.protocol import Exchange
 from memory_lab.models.tokens import token_ids
 from memory_lab.run.exchanges import exchanges
 
-from .replay import replayed, run_isolated
+from .replay import replayed
 
 
 def conversation(dialogue) -> str:
@@ -127,8 +127,3 @@ def test_each_exchange_embeds_only_the_chunks_it_touched(nurse, run_models):
     assert all(sum(len(token_ids(t)) for t in texts) <= 16 * 4 for texts in embedded)
     assert cell.memory.collection.count() == len(cell.memory.chunks)
     cell.close()
-
-
-def test_a_run_writes_nothing_outside_its_folder_and_connects_nowhere(nurse, tmp_path, monkeypatch):
-    written, remote = run_isolated("rag:chunk_tokens=32", nurse, tmp_path, monkeypatch)
-    assert written == [] and remote == []

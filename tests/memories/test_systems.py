@@ -144,3 +144,99 @@ def test_the_core_runs_without_any_system_torch_or_postgres_driver(tmp_path):
     assert second == "exit 3"
     assert "memory 'mem0' needs mem0ai 2.2.1" in done.stderr
     assert "pip install 'memory-lab[mem0]'" in done.stderr
+
+
+# An installed package that declares a system: its memory, its rule script and its telemetry
+# switch reach memory-lab through the memory_lab.systems entry point alone
+PACKAGE = {
+    "fakesys_ml/__init__.py": """
+from memory_lab.memories import System
+
+SYSTEM = System(
+    name="fakesys", title="FakeSys", upstream="fake-sys", version="0.1", licence="MIT",
+    reference="https://example.org/fakesys", adapter="fakesys_ml.adapter",
+    memories=("fakesys",), telemetry={"FAKESYS_TELEMETRY": "off"},
+    rules="fakesys_ml.rules:FakeScript",
+)
+""",
+    "fakesys_ml/adapter.py": """
+from langchain_core.messages import HumanMessage
+from memory_lab.memories import Item, Recall, register_memory
+from fakesys_ml import SYSTEM
+
+
+class Notes:
+    def __init__(self, model):
+        self.model, self.notes = model, []
+
+    def observe(self, exchange):
+        reply = self.model.invoke([HumanMessage("FAKESYS NOTE THIS: " + exchange.user)])
+        self.notes.append((str(reply.content), exchange.user_turn_id))
+
+    def end_session(self, session): ...
+
+    def recall(self, query):
+        return Recall(tuple(Item(t, (i,) if i else ()) for t, i in self.notes))
+
+    def snapshot(self):
+        return {"notes": [t for t, _ in self.notes]}
+
+    def close(self): ...
+
+
+@register_memory("fakesys", "a system an installed package declares", roles=("memory",),
+                 system=SYSTEM)
+def fakesys(res):
+    return Notes(res.memory_llm)
+""",
+    "fakesys_ml/rules.py": """
+from memory_lab.models.offline_base import chat_result
+from memory_lab.models.offline_rules import RuleScript
+
+
+class FakeScript(RuleScript):
+    name = "fakesys"
+
+    def recognises(self, request):
+        return "FAKESYS NOTE THIS: " in request.prompt
+
+    def answer(self, request, settings):
+        said = request.prompt.split("FAKESYS NOTE THIS: ", 1)[1]
+        return chat_result(request.prompt, "noted: " + said.upper())
+""",
+    "fake_sys-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: fake-sys\nVersion: 0.1\n",
+    "fake_sys-0.1.dist-info/entry_points.txt": (
+        "[memory_lab.systems]\nfakesys = fakesys_ml:SYSTEM\n"
+    ),
+}
+INSTALLED = textwrap.dedent(
+    """
+    import json, os, sys
+    from memory_lab.cli import main
+    from memory_lab.memories import memory_factories
+    factory = memory_factories()["fakesys"]
+    print(factory.system.upstream, factory.system.version, os.environ.get("FAKESYS_TELEMETRY"))
+    assert main(["run", "--memory", "fakesys", "--dialogues", sys.argv[1], "--out", sys.argv[2],
+                 "--quiet"]) == 0
+    main(["list"])
+    """
+)
+
+
+def test_an_installed_package_declares_a_system_through_its_entry_point(tmp_path):
+    site = tmp_path / "site"
+    for name, text in PACKAGE.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text(text.lstrip("\n"), "utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", INSTALLED, str(MINI), str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**__import__("os").environ, "PYTHONPATH": str(site)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[0] == "fake-sys 0.1 off"  # found, its telemetry switch set when it registered
+    assert "      system: fake-sys 0.1 (MIT), https://example.org/fakesys" in lines
+    records = (tmp_path / "run" / "records.jsonl").read_text("utf-8")
+    # the run's offline memory model answered the system's prompt by the system's own script
+    assert re.search(r"noted: [A-Z][A-Z ,.'0-9]{10,}", records), records[:2000]
