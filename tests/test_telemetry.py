@@ -16,6 +16,8 @@ import pytest
 
 from memory_lab.telemetry import active
 
+from .thirdparty import installed_memories
+
 FIXTURES = Path(__file__).parent / "fixtures"
 STRACE = shutil.which("strace")
 needs_strace = pytest.mark.skipif(STRACE is None, reason="no strace: apt-get install strace")
@@ -108,11 +110,11 @@ def test_every_bundled_engine_sends_nothing_and_writes_nothing_under_home(tmp_pa
 def test_an_offline_run_of_every_memory_sends_nothing_and_writes_nothing_under_home(tmp_path):
     from memory_lab import memory_factories
 
-    names = sorted(  # the built-in ones: not one another test registered as module:factory
-        name
+    names = installed_memories(sorted(  # the built-in ones installed here: not one another
+        name                            # test registered as module:factory
         for name, f in memory_factories().items()
         if f.build.__module__.startswith("memory_lab")
-    )
+    ))  # fmt: skip
     assert {"vector", "mem0", "graphiti", "hindsight", "cognee"} <= set(names)
     argv = [
         str(Path(sys.executable).with_name("memory-lab")), "run", "--memory", *names, "--jobs", "2",

@@ -26,20 +26,19 @@ def folder() -> Path:
     return Path(given) if given else ROOT.parent / "shared" / "thirdparty"
 
 
-def require(module: str, wheel: str, how: str) -> None:
-    """Import ``module``, installing ``wheel`` from the third-party folder first where it is
-    not installed; skip the calling test module, with the reason, where neither works."""
+def install(module: str, wheel: str) -> str | None:
+    """Make ``module`` importable, installing ``wheel`` from the third-party folder first where
+    it is not installed; None when it imports, else why not."""
     try:
         importlib.import_module(module)
-        return
+        return None
     except ImportError:
         pass
     path = folder() / wheel
     if not path.is_file():
-        pytest.skip(
+        return (
             f"{module} is not installed and {path} is absent (set MEMORY_LAB_THIRDPARTY to the "
-            f"folder holding {wheel}); a user installs it with: {how}",
-            allow_module_level=True,
+            f"folder holding {wheel})"
         )
     target = tempfile.mkdtemp(prefix=f"memory-lab-{module}-")
     subprocess.run(
@@ -55,6 +54,32 @@ def require(module: str, wheel: str, how: str) -> None:
     try:
         importlib.import_module(module)
     except ImportError as exc:  # its dependencies: the project's extra
-        pytest.skip(
-            f"{module} installed from {path} does not import: {exc}", allow_module_level=True
-        )
+        return f"{module} installed from {path} does not import: {exc}"
+    return None
+
+
+# The packages of the field's systems that no index carries: (module, wheel) by memory
+WHEELS = {"amem": ("agentic_memory.memory_system", "agentic_memory-0.0.1-py3-none-any.whl")}
+
+
+def installed_memories(names: list[str]) -> list[str]:
+    """``names`` less the memories whose system this machine lacks (an extra not installed,
+    a wheel absent from the third-party folder); those in ``WHEELS`` installed from it first."""
+    from memory_lab.memories import memory_factories
+
+    factories = memory_factories()
+    for name in names:
+        if name in WHEELS:
+            install(*WHEELS[name])
+    return [
+        n for n in names
+        if factories[n].system is None or factories[n].system.missing() is None
+    ]  # fmt: skip
+
+
+def require(module: str, wheel: str, how: str) -> None:
+    """Import ``module`` (``install``); skip the calling test module, with the reason, where it
+    cannot be."""
+    why = install(module, wheel)
+    if why is not None:
+        pytest.skip(f"{why}; a user installs it with: {how}", allow_module_level=True)

@@ -34,7 +34,8 @@ from memory_lab.run.conformance import check_memory
 from memory_lab.run.exchanges import exchanges
 
 SPEC = "amem"
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "dialogues"
+# apart from dialogues/, which other tests read whole
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "amem"
 
 
 @pytest.fixture(scope="module")

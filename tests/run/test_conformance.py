@@ -30,7 +30,7 @@ from memory_lab.run.conformance import CHECKS, check_memory
 from memory_lab.run.context import RunModels
 
 from ..conftest import FIXTURES
-from ..thirdparty import require
+from ..thirdparty import WHEELS, require
 
 MINI = FIXTURES / "dialogues" / "mini.yaml"
 
@@ -153,7 +153,6 @@ def _installed_here(name: str) -> bool:
     return system.missing() is None
 
 
-WHEELS = {"amem": ("agentic_memory.memory_system", "agentic_memory-0.0.1-py3-none-any.whl")}
 BUILT_IN = [
     n for n, f in memory_factories().items()
     if f.source is None and (f.system is None or f.system in builtin_systems())

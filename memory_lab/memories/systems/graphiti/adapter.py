@@ -227,6 +227,12 @@ class _Loop:
         return value
 
     def close(self) -> None:
+        """The loop's default executor shut down (its ``asyncio_N`` threads, which
+        ``run_in_executor`` starts, e.g. for LangChain's async calls of the run's models,
+        joined: else they linger until collected, which ``memory-lab check`` saw as a thread a
+        closed cell left), then the loop closed."""
+        if not self.loop.is_closed():
+            self.run(self.loop.shutdown_default_executor)
         self.loop.close()
 
 
