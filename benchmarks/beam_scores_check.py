@@ -16,7 +16,7 @@ reference item is in the reply's line or by a hash of the pair; the reference's 
 fact-extraction call with a fixed list. On random questions of every ability (random rubrics of
 1-6 items, replies of 1-8 lines, some lines being rubric items in a shuffled order, blank lines
 included) it compares, per question, the reference's ``evaluate_<ability>`` ``llm_judge_score``
-and (event ordering) ``tau_norm`` with ``memory_lab.results.beam_scores.score_question`` under
+and (event ordering) ``tau_norm`` with ``memory_lab.benchmarks.beam.grading.score_question`` under
 ``--beam-protocol reference``. The prompts our side uses are read from the same copy
 (``load_beam_prompts``), as a user's run reads them.
 
@@ -46,12 +46,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from memory_lab.results.beam_scores import (  # noqa: E402
-    ABILITIES,
-    LLMBeamGrader,
-    load_beam_prompts,
-    score_question,
-)
+from memory_lab.benchmarks.beam.grading import LLMBeamGrader, score_question  # noqa: E402
+from memory_lab.benchmarks.beam.importer import ABILITIES  # noqa: E402
+from memory_lab.benchmarks.beam.judge import load_beam_prompts  # noqa: E402
 from tests.models.openai_mock import OpenAIMock  # noqa: E402
 
 REPO = Path("/work/.mirror/mohammadtavakoli78+BEAM/repo")

@@ -9,7 +9,7 @@
    offline run made here) judged twice through the loopback OpenAI mock
    (``tests/models/openai_mock.py``) answering as a deterministic judge in six output shapes:
    by the reference's ``_judge_one_record`` + ``_compute_summary`` (its ``call_llm`` client) and
-   by ``memory_lab.results.cognitive_judge``. The prompts the mock received (ours sends each
+   by ``memory_lab.benchmarks.locomo_plus.judge``. The prompts the mock received (ours sends each
    distinct prompt once: a repeat is answered by the run's call cache), the labels, the scores
    and the summaries must agree (|difference| <= 1e-9).
 
@@ -33,9 +33,9 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from memory_lab.benchmarks.locomo_plus.importer import LOCOMO_TIME  # noqa: E402
+from memory_lab.benchmarks.locomo_plus.judge import CATEGORY  # noqa: E402
 from memory_lab.dialogue.importers import import_source  # noqa: E402
-from memory_lab.dialogue.importers.locomo_plus import LOCOMO_TIME  # noqa: E402
-from memory_lab.results.cognitive_judge import CATEGORY  # noqa: E402
 from tests.models.openai_mock import OpenAIMock  # noqa: E402
 
 TOLERANCE = 1e-9

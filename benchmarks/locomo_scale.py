@@ -216,7 +216,7 @@ def write_dataset(folder: Path, conversations: int, seed: int = 0) -> Path:
 def real_subset(path: Path, folder: Path, args: argparse.Namespace) -> Path:
     """``path`` itself, or its first ``--conversations`` records in a temporary file (deleted
     with the run's temporary folder: no text of the dataset is kept)."""
-    from memory_lab.dialogue.importers.locomo import _samples
+    from memory_lab.benchmarks.locomo.importer import _samples
 
     samples = _samples(path)
     if args.conversations >= len(samples):

@@ -21,6 +21,7 @@ STAGES = (
     "work_clock",
     "heap",
     "text",
+    "benchmarks",  # the declaration and discovery (memory_lab.benchmarks, .declaration)
     "dialogue",
     "models",
     "memories",
@@ -29,6 +30,8 @@ STAGES = (
     "results",
     "run",
     "views",
+    "benchmarks.*",  # each benchmark's package: reads every stage, none reads it (found by
+    # its declaration: memory_lab.benchmarks imports it by name, never by an import statement)
     "serve",
     "cli",
 )
@@ -194,6 +197,8 @@ def test_no_import_cycle_even_through_imports_inside_functions():
 def stage_of(module: str) -> int | None:
     """Where ``memory_lab.STAGE[.rest]`` sits in STAGES; None for the package itself."""
     parts = module.split(".")
+    if len(parts) > 2 and parts[1] == "benchmarks" and parts[2] != "declaration":
+        return STAGES.index("benchmarks.*")
     return STAGES.index(parts[1]) if len(parts) > 1 else None
 
 

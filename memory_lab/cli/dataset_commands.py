@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from memory_lab.dialogue.importers import benchmarks, importer_options
+from memory_lab.benchmarks import benchmarks
+from memory_lab.dialogue.importers import importer_options
 from memory_lab.dialogue.sources import validate
-from memory_lab.errors import BadInput
 from memory_lab.log.config import named_values
 
 
@@ -44,7 +44,7 @@ def list_command(args: argparse.Namespace) -> int:
         "\nDataset formats (--dialogues FORMAT:PATH#key=value,...; memory-lab import FORMAT PATH):"
     )
     for fmt, bench in benchmarks().items():
-        scored = f"; scored by {bench.scorer}" if bench.scorer else ""
+        scored = f"; scored by memory-lab score {fmt}" if bench.scorer else ""
         print(f"  {fmt}: options {', '.join(importer_options(fmt))}{scored} ({bench.docs})")
     return 0
 
@@ -72,59 +72,47 @@ def import_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def beam_scores_command(args: argparse.Namespace) -> int:
-    from memory_lab.results.beam_scores import (
-        PROTOCOLS,
-        LLMBeamGrader,
-        OfflineBeamGrader,
-        format_beam_table,
-        load_beam_prompts,
-        score_run,
-        write_scores,
-    )
-    from memory_lab.results.judge_costs import RunJudging
+def scored_benchmarks() -> list[str]:
+    """The benchmarks ``memory-lab score`` scores (each declares a scorer)."""
+    return [name for name, b in benchmarks().items() if b.scorer is not None]
 
-    protocols = PROTOCOLS if args.beam_protocol == "both" else (args.beam_protocol,)
-    if args.judge == "offline":
-        grader, template = OfflineBeamGrader(), ""
-    else:
-        if args.beam_copy is None:
-            raise BadInput(
-                "--beam-copy DIR: your BEAM copy, whose src/prompts.py holds the judge prompt "
-                "(not bundled: BEAM's repository has no licence)"
-            )
-        prompts = load_beam_prompts(args.beam_copy)
-        judge = RunJudging.of(args.results_dir).judge(args.judge, base_url=args.base_url)
-        grader, template = LLMBeamGrader(judge, prompts), prompts.judge
-    rows = score_run(args.results_dir, grader, protocols, template)
-    out, account = write_scores(args.results_dir, rows, grader)
-    print(format_beam_table(rows, args.judge))
-    print(f"\nper-question scores: {out}")
-    if account is not None:
-        print(account.describe())
+
+def score_command(args: argparse.Namespace) -> int:
+    """``memory-lab score BENCHMARK RUN``: ``memory_lab.benchmarks.score``, printed."""
+    from memory_lab.benchmarks import score
+
+    outcome = score(
+        args.benchmark,
+        args.results_dir,
+        judge=args.judge,
+        protocols=getattr(args, "protocol", None),
+        prompts=getattr(args, "prompts", None),
+        base_url=args.base_url,
+        out=args.out,
+        export_retrieval=getattr(args, "export_retrieval", None),
+    )
+    print(outcome.text)
+    if outcome.account is not None:
+        print(outcome.account.describe())
     return 0
+
+
+def _alias(old: str, new: str) -> None:
+    print(
+        f"note: memory-lab {old} is an alias of memory-lab {new}, kept for one release",
+        file=sys.stderr,
+    )
+
+
+def beam_scores_command(args: argparse.Namespace) -> int:
+    """The old ``beam-scores``: ``score beam`` (``--beam-copy`` is ``--prompts``)."""
+    _alias("beam-scores", "score beam (--beam-copy is --prompts, --beam-protocol --protocol)")
+    args.benchmark, args.prompts, args.protocol = "beam", args.beam_copy, args.beam_protocol
+    return score_command(args)
 
 
 def judge_cognitive_command(args: argparse.Namespace) -> int:
-    from memory_lab.results.cognitive_judge import (
-        JUDGE_MAX_TOKENS,
-        judge_results,
-        load_cognitive_prompt,
-        require_model,
-    )
-    from memory_lab.results.judge_costs import RunJudging
-
-    prompt = load_cognitive_prompt(args.prompt_from)
-    require_model(args.judge)
-    judge = RunJudging.of(args.results).judge(
-        args.judge, base_url=args.base_url, max_tokens=JUDGE_MAX_TOKENS
-    )
-    summaries = judge_results(args.results, judge, prompt, args.out)
-    for memory, s in summaries.items():
-        print(
-            f"{memory}: Cognitive score {s['overall_avg']} over {s['total_samples']} probe(s) "
-            f"(total {s['total_score']}; correct 1, partial 0.5, wrong 0)"
-        )
-    print(judge.account([prompt]).describe())
-    print(f"wrote every verdict to {args.out}")
-    return 0
+    """The old ``judge-cognitive``: ``score locomo-plus`` (``--prompt-from`` is ``--prompts``)."""
+    _alias("judge-cognitive", "score locomo-plus (--prompt-from is --prompts)")
+    args.benchmark, args.prompts = "locomo-plus", args.prompt_from
+    return score_command(args)

@@ -16,11 +16,14 @@ from memory_lab.cli.dataset_commands import (
     import_command,
     judge_cognitive_command,
     list_command,
+    score_command,
+    scored_benchmarks,
     validate_command,
 )
 from memory_lab.cli.result_commands import (
     COMPARISON_FILE,
     export_command,
+    exported_formats,
     inspect_command,
     report_command,
 )
@@ -251,47 +254,59 @@ def _add_run_parser(sub: argparse._SubParsersAction) -> None:
     run.set_defaults(func=run_command)
 
 
-def _add_dataset_scorers(sub: argparse._SubParsersAction) -> None:
-    """The commands that score a run as a dataset's authors do: BEAM's and LoCoMo-Plus's."""
-    beam = sub.add_parser(
-        "beam-scores",
-        help="score a run over BEAM as BEAM does: rubric judge and event-ordering tau-b, "
-        "per ability and scale",
-    )
-    beam.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="a results folder")
-    beam.add_argument(
+def _add_score_options(parser: argparse.ArgumentParser, judge_default: str | None) -> None:
+    parser.add_argument(
         "--judge",
-        default="offline",
-        help="offline (value nuggets by answer matching, the rest ungraded) or PROVIDER:MODEL",
+        default=judge_default,
+        required=judge_default is None,
+        help="offline (where the benchmark grades without a model) or PROVIDER:MODEL",
     )
-    beam.add_argument(
-        "--beam-protocol",
-        choices=["reference", "corrected", "both"],
-        default="both",
-        help="reference: BEAM's code as is (<question> not filled in, 0.5 read as 0); "
-        "corrected: question filled in, 0.5 kept; both (default): side by side",
+    parser.add_argument("--base-url", help="OpenAI-compatible server for an openai: judge")
+    parser.add_argument("--out", type=Path, help="a file for every verdict, where it writes one")
+
+
+def _add_dataset_scorers(sub: argparse._SubParsersAction) -> None:
+    """``score BENCHMARK RUN``: a run scored as the benchmark's authors score it, and the two
+    commands it replaces, kept one release as aliases that say so."""
+    score = sub.add_parser(
+        "score",
+        help="score a run as a benchmark's authors do: " + ", ".join(scored_benchmarks()),
     )
-    beam.add_argument(
-        "--beam-copy",
+    score.add_argument("benchmark", metavar="BENCHMARK", help=", ".join(scored_benchmarks()))
+    score.add_argument("results_dir", type=Path, metavar="RUN", help="a results folder")
+    _add_score_options(score, "offline")
+    score.add_argument(
+        "--protocol",
+        nargs="+",
+        metavar="NAME",
+        help="the protocols to score (reference: the authors' code as it is; the benchmark's "
+        "others beside it; all); default: the benchmark's declared ones",
+    )
+    score.add_argument(
+        "--prompts",
         type=Path,
-        help="your BEAM copy (or a folder inside it): its src/prompts.py holds the judge prompt",
+        metavar="CHECKOUT",
+        help="your checkout of the benchmark, whose judge prompts are read (never bundled)",
     )
-    beam.add_argument("--base-url", help="OpenAI-compatible server for an openai: judge")
+    score.add_argument(
+        "--export-retrieval",
+        type=Path,
+        metavar="DIR",
+        help="also write each memory's rankings in the authors' own format (where declared)",
+    )
+    score.set_defaults(func=score_command)
+    beam = sub.add_parser("beam-scores", help="alias of: memory-lab score beam (one release)")
+    beam.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="a results folder")
+    _add_score_options(beam, "offline")
+    beam.add_argument("--beam-protocol", choices=["reference", "corrected", "both"], default="both")
+    beam.add_argument("--beam-copy", type=Path, help="your BEAM copy (score's --prompts)")
     beam.set_defaults(func=beam_scores_command)
     cog = sub.add_parser(
-        "judge-cognitive", help="score a run's LoCoMo-Plus replies with its Cognitive judge"
+        "judge-cognitive", help="alias of: memory-lab score locomo-plus (one release)"
     )
-    cog.add_argument("results", type=Path, help="a results folder of a locomo-plus run")
-    cog.add_argument("--judge", required=True, metavar="PROVIDER:MODEL", help="the judge model")
-    cog.add_argument(
-        "--prompt-from",
-        type=Path,
-        required=True,
-        metavar="CHECKOUT",
-        help="the Locomo-Plus checkout (or its prompt.py) whose Cognitive prompt is used",
-    )
-    cog.add_argument("--base-url", help="an OpenAI-compatible endpoint for the judge")
-    cog.add_argument("--out", type=Path, required=True, help="JSON file for every verdict")
+    cog.add_argument("results_dir", type=Path, metavar="RESULTS", help="a results folder")
+    _add_score_options(cog, None)
+    cog.add_argument("--prompt-from", type=Path, required=True, help="score's --prompts")
     cog.set_defaults(func=judge_cognitive_command)
 
 
@@ -354,7 +369,7 @@ def _build(parser_class: type[argparse.ArgumentParser]) -> argparse.ArgumentPars
     imp.set_defaults(func=import_command)
 
     exp = sub.add_parser("export", help="write results in a dataset's own format")
-    exp.add_argument("format", choices=["longmemeval"])
+    exp.add_argument("format", choices=sorted(exported_formats()))
     exp.add_argument("results", type=Path, help="a results folder")
     exp.add_argument("--out", type=Path, required=True, help="hypotheses JSONL file")
     exp.add_argument("--memory", help="which memory's replies (needed if the run has several)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from memory_lab.errors import BadInput
 
@@ -36,10 +37,16 @@ def report_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def export_command(args: argparse.Namespace) -> int:
-    from memory_lab.results.export import export_longmemeval
+def exported_formats() -> dict[str, Any]:
+    """The formats ``memory-lab export`` writes: every benchmark's declared ``exports``."""
+    from memory_lab.benchmarks import benchmarks
 
-    count = export_longmemeval(args.results, args.out, memory=args.memory)
+    return {name: write for b in benchmarks().values() for name, write in b.exports.items()}
+
+
+def export_command(args: argparse.Namespace) -> int:
+    write = exported_formats()[args.format]
+    count = write(args.results, args.out, memory=args.memory)
     print(f"wrote {count} hypothesis line(s) to {args.out}")
     return 0
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from memory_lab.errors import ConfigError
 from memory_lab.log.config import RunConfig, named_values
-from memory_lab.log.run_spec import RESUME_OPTIONS
+from memory_lab.log.resume_policy import RESUME_OPTIONS
 
 DEFAULTS = RunConfig()  # the run options' defaults are RunConfig's
 

@@ -197,6 +197,13 @@ def _str_list(value: Any, did: str | None, name: str, out: _Collector) -> tuple[
     return tuple(items)
 
 
+def content_hash(document: Any) -> str:
+    """A dialogue document's content hash (SHA-256 of its canonical JSON), as run.json records
+    it: what a resume and a scorer check a dialogue against."""
+    canonical = json.dumps(document, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
 def _parse_dialogue(doc: Any, source: str, out: _Collector) -> Dialogue | None:
     start = len(out.problems)
     if not isinstance(doc, dict):
@@ -227,7 +234,6 @@ def _parse_dialogue(doc: Any, source: str, out: _Collector) -> Dialogue | None:
     probes = _parse_probes(doc.get("probes"), did, turns, out)
     if len(out.problems) > start:
         return None
-    canonical = json.dumps(doc, sort_keys=True, ensure_ascii=False, default=str)
     return Dialogue(
         id=did,  # type: ignore[arg-type]
         title=title,
@@ -236,7 +242,7 @@ def _parse_dialogue(doc: Any, source: str, out: _Collector) -> Dialogue | None:
         sessions=tuple(sessions),
         probes=tuple(probes),
         source=source,
-        content_hash=hashlib.sha256(canonical.encode("utf-8")).hexdigest(),
+        content_hash=content_hash(doc),
         metadata=metadata,
     )
 

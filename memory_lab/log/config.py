@@ -56,14 +56,14 @@ class RunConfig:
     inside memories); ``roles`` names models for other roles a memory declares (each falls back
     to ``memory_llm``); ``embeddings`` serves vector memories; ``judge`` grades replies.
     ``timestamps``: text memories store each user line with its session's date (where the
-    dialogue has dates). ``adversarial``: LoCoMo's adversarial questions are summarised
+    dialogue has dates). ``adversarial``: a benchmark's adversarial questions are summarised
     ``apart`` from the headline (as the published harnesses do) or ``include``d in it.
     ``executor``: ``local`` (this machine: ``jobs`` processes or ``concurrency`` threads) or
     ``ray`` (cells as Ray tasks on the cluster at ``ray_address``, or a local one).
     ``judge_prompts``: grading prompt files (``builtin`` names ours; none: ours alone), each
     graded ``judge_runs`` times per probe by ``judge`` at ``judge_temperature``.
     ``answer_style``: the answering prompt, LangChain's ``conversation`` prompt or ``short``
-    (a short-phrase answer, as LoCoMo-style F1 and BLEU scoring expects). ``context_limit``:
+    (a short-phrase answer, as the field's F1 and BLEU scoring expects). ``context_limit``:
     tokens a prompt may hold (the oldest memory text is cut), None for no limit, or
     ``MODEL_WINDOW`` (the default) for the answering model's window (``window``); a run
     records the number it resolved to. ``device``: where the bundled embedding models run,

@@ -19,7 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Union
 
-from memory_lab.scoring.answers import AnswerScores, answer_score_names
+from memory_lab.scoring.answers import answer_score_names
+
+# A field whose dict is written flat into the record (its keys are columns of their own).
+FLAT = {"flat": True}
 
 
 @dataclass
@@ -30,7 +33,11 @@ class _Record:
     NEEDED: ClassVar[tuple[str, ...]] = ("memory", "dialogue")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": self.kind, **dataclasses.asdict(self)}
+        data = dataclasses.asdict(self)
+        for f in dataclasses.fields(self):
+            if f.metadata.get("flat"):
+                data.update(data.pop(f.name))
+        return {"type": self.kind, **data}
 
     @classmethod
     def columns(cls) -> list[str]:
@@ -71,10 +78,11 @@ class TurnRecord(_Record):
 
 
 @dataclass
-class ProbeRecord(_Record, AnswerScores):
+class ProbeRecord(_Record):
     """One probe: the reply, how it scored, and what the prompt held. The field's answer scores
-    (best over the accepted answers) are ``AnswerScores``' fields (``scoring/answers.py``),
-    after the rank scores among the columns, where they have always been."""
+    (best over the accepted answers: ``scoring/answers.py``, a benchmark's own among them) are
+    written flat, each its own field (``answer_scores``), after the rank scores among the
+    columns, where they have always been; a reader checks each as a share."""
 
     kind: ClassVar[str] = "probe"
     NEEDED: ClassVar[tuple[str, ...]] = (
@@ -118,7 +126,10 @@ class ProbeRecord(_Record, AnswerScores):
     evidence: list[str] = field(default_factory=list)
     evidence_recall: float | None = None  # share of evidence turns the context carries
     recalled_turns: list[str] | None = None  # source turn ids the memory reported, if any
-    # rank-aware retrieval, LongMemEval's definitions (memory_lab.scoring.ranks.RANK_SCORES):
+    # the memory's ranked retrieval (``Recall.ranking``): each retrieved item's turn ids, best
+    # first; None where the memory does not rank (a benchmark's own rank metrics read it)
+    ranking: list[list[str]] | None = None
+    # rank-aware retrieval (memory_lab.scoring.ranks.RANK_SCORES):
     # None where the memory does not rank or the probe has no evidence
     turn_recall_all_at_5: float | None = None
     turn_ndcg_any_at_5: float | None = None
@@ -138,11 +149,12 @@ class ProbeRecord(_Record, AnswerScores):
     judge_calls: int | None = None  # grading prompts x --judge-runs
     judge_verdicts: list[dict[str, Any]] | None = None  # per (prompt, run): verdict, raw, usage
     probe_metadata: dict[str, Any] | None = None
+    answer_scores: dict[str, float | None] = field(default_factory=dict, metadata=FLAT)
 
     @classmethod
     def columns(cls) -> list[str]:
         scores = answer_score_names()
-        own = [f.name for f in dataclasses.fields(cls) if f.name not in scores]
+        own = [f.name for f in dataclasses.fields(cls) if not f.metadata.get("flat")]
         at = own.index("session_ndcg_any_at_10") + 1
         return own[:at] + scores + own[at:]
 
@@ -240,8 +252,11 @@ def accepts(hint: Any) -> Callable[[Any], bool]:
 def field_checks(record_type: type) -> dict[str, tuple[Callable[[Any], bool], str]]:
     """field -> (its type check by ``accepts``, its annotation as written) of a dataclass."""
     hints = typing.get_type_hints(record_type)
-    fields = dataclasses.fields(record_type)
-    return {f.name: (accepts(hints[f.name]), str(f.type)) for f in fields}
+    fields = [f for f in dataclasses.fields(record_type) if not f.metadata.get("flat")]
+    checks = {f.name: (accepts(hints[f.name]), str(f.type)) for f in fields}
+    if record_type is ProbeRecord:  # the answer scores, each written as a field of its own
+        checks.update({n: (accepts(float | None), "float | None") for n in answer_score_names()})
+    return checks
 
 
 def _shown(value: Any, width: int = 40) -> str:
@@ -266,6 +281,8 @@ def field_bounds(record_type: type) -> dict[str, str]:
             bounds[f.name] = "count"
         elif kinds == {float}:
             bounds[f.name] = "seconds" if f.name.endswith("seconds") else "share"
+    if record_type is ProbeRecord:
+        bounds.update(dict.fromkeys(answer_score_names(), "share"))
     return bounds
 
 

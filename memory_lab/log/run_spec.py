@@ -6,13 +6,16 @@ layout: an older run.json is migrated as it is read (``log/formats.py``, the one
 knows older formats), a key a run did not write stays unwritten, and keys this version does
 not know are kept. No field is written twice: the configuration is ``config``'s alone (its
 figures are properties here: ``mode``, ``jobs``, ``context_limit``...). ``resumed`` gives the spec a
-``--resume`` executes. The executors receive the spec itself (it pickles), so worker processes
-and Ray tasks rebuild the run's models from it.
+``--resume`` executes (what a resume may change and what it checks: ``log/resume_policy.py``).
+The executors receive the spec itself (it pickles), so worker processes and Ray tasks rebuild
+the run's models from it.
 
 Some of a spec is never written: the resources' values (``resource_values``), the retries
 (``max_retries``, from ``MEMORY_LAB_MAX_RETRIES`` where the spec is built), the changes a resume
 makes (``overrides``: jobs, concurrency, executor, a base URL with credentials), the results
 folder and the dialogues themselves.
+
+Each section is a typed-JSON record (``log/typed_json.py``: read, checked and written back).
 """
 
 from __future__ import annotations
@@ -21,25 +24,42 @@ import dataclasses
 import errno
 import functools
 import json
-import os
-from dataclasses import MISSING, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, TypedDict, Unpack
+from typing import Any, ClassVar, Unpack
 
 from memory_lab.dialogue.model import Dialogue
 from memory_lab.dialogue.sources import load_dialogues
-from memory_lab.errors import BadInput, ConfigError
+from memory_lab.errors import ConfigError
 from memory_lab.log.config import RunConfig
 from memory_lab.log.formats import RUN_FORMAT, FormatError, migrate_run
 from memory_lab.log.record_log import naming_file
-from memory_lab.log.records import field_checks
+from memory_lab.log.resume_policy import (
+    ResumeOptions,
+    check_dialogues,
+    check_embedding_engines,
+    check_judge_prompts,
+    resume_base_url,
+    resume_options,
+)
 from memory_lab.log.run_guard import check_config
-from memory_lab.memories.registry import MemorySpec, spec_from_json
-from memory_lab.models.accounting import Price, price_dict
+from memory_lab.log.typed_json import (
+    UNWRITTEN,
+    JsonRecord,
+    RunSpecError,
+    as_list,
+    as_model,
+    as_price,
+    as_records,
+    as_section,
+    as_strings,
+)
+from memory_lab.memories.specs import MemorySpec, spec_from_json
+from memory_lab.models.accounting import Price
 from memory_lab.models.spec import OFFLINE, ClientSettings, ModelSpec, is_offline
 from memory_lab.models.windows import MODEL_WINDOW, describe
 from memory_lab.text.limits import bounds_problem
-from memory_lab.text.redact import has_redacted_credentials, redact, redact_value
+from memory_lab.text.redact import redact_value
 
 __all__ = [
     "DialogueEntry",
@@ -52,7 +72,6 @@ __all__ = [
     "is_offline",
 ]
 
-_UNWRITTEN = {"written": False}
 RUN_FILE = "run.json"
 
 
@@ -86,10 +105,6 @@ def write_run_info(folder: Path, info: dict[str, Any]) -> None:
             raise
 
 
-class RunSpecError(ConfigError):
-    """A run.json field that cannot be used, named with its file."""
-
-
 def read_run_file(run_file: Path) -> dict[str, Any]:
     """``run.json``'s content; RunSpecError naming the file when it is not JSON (cut short,
     not UTF-8) or not an object."""
@@ -102,106 +117,6 @@ def read_run_file(run_file: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise RunSpecError(f"{run_file}: must hold an object, got {type(data).__name__}")
     return data
-
-
-@dataclass(frozen=True)
-class _Record:
-    """A section of run.json: known keys as typed fields, the keys it lacked (``absent``, never
-    written back) and keys this version does not know (``extra``, written back as they were)."""
-
-    CONVERT: ClassVar[dict[str, Any]] = {}  # field -> its value from run.json's
-    KEYS: ClassVar[dict[str, str]] = {}  # field -> its run.json key, where they differ
-
-    absent: frozenset[str] = field(default=frozenset(), kw_only=True, repr=False)
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True, repr=False)
-
-    @classmethod
-    def _keys(cls) -> dict[str, str]:
-        """field -> run.json key, for every field that is written."""
-        return {
-            f.name: cls.KEYS.get(f.name, f.name)
-            for f in dataclasses.fields(cls)
-            if f.name not in ("absent", "extra") and f.metadata.get("written", True)
-        }
-
-    @classmethod
-    def from_json(cls, data: Any, where: str, section: str) -> Any:
-        if not isinstance(data, dict):
-            what = f"field {section!r}" if section else "it"
-            raise RunSpecError(f"{where}: {what} must be an object, got {type(data).__name__}")
-        keys = cls._keys()
-        values = {}
-        for name, key in keys.items():
-            if key in data:
-                convert = cls.CONVERT.get(name) or _checked(*field_checks(cls)[name])
-                label = f"{section}.{key}" if section else key
-                try:
-                    values[name] = convert(data[key], where, label)
-                except RunSpecError:
-                    raise
-                except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                    if str(exc).startswith(f"{where}: "):  # it names the file already
-                        raise RunSpecError(str(exc)) from None
-                    raise RunSpecError(f"{where}: field {label!r}: {exc}") from None
-        absent = frozenset(n for n, k in keys.items() if k not in data)
-        extra = {k: v for k, v in data.items() if k not in keys.values()}
-        derived = {f.name for f in dataclasses.fields(cls) if not f.init}  # checked, not kept
-        values = {n: v for n, v in values.items() if n not in derived}
-        for f in dataclasses.fields(cls):
-            required = f.default is MISSING and f.default_factory is MISSING and f.init
-            if required and f.name not in values:
-                raise RunSpecError(f"{where}: field {section!r} lacks the field {keys[f.name]!r}")
-        try:
-            return cls(**values, absent=absent, extra=extra)
-        except TypeError as exc:  # a required key is missing
-            raise RunSpecError(f"{where}: field {section!r}: {exc}") from None
-
-    def to_json(self) -> dict[str, Any]:
-        keys = self._keys()
-        out = {k: _plain(getattr(self, n)) for n, k in keys.items() if n not in self.absent}
-        out.update(self.extra)
-        return out
-
-
-def _plain(value: Any) -> Any:
-    """A field as run.json holds it."""
-    if isinstance(value, ModelSpec):
-        return str(value)
-    if isinstance(value, Price):
-        return price_dict(value)
-    if isinstance(value, _Record | RunConfig | MemorySpec):
-        return _plain(value.to_json()) if not isinstance(value, _Record) else value.to_json()
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
-def _checked(check: Any, annotation: str) -> Any:
-    """A converter taking a value as it is when it is of its field's type (``accepts``)."""
-
-    def convert(value: Any, where: str, label: str) -> Any:
-        if not check(value):
-            raise ValueError(f"must be {annotation}, got {json.dumps(value)[:40]}")
-        return value
-
-    return convert
-
-
-def _model(text: Any, where: str, label: str) -> ModelSpec:
-    return ModelSpec.parse(text)
-
-
-def _section(kind: Any) -> Any:
-    """A converter reading a nested section as ``kind``."""
-    return lambda data, where, label: kind.from_json(data, where, label)
-
-
-def _price(data: Any, where: str, label: str) -> Price:
-    if not isinstance(data, dict):
-        raise ValueError(f"must be an object, got {type(data).__name__}")
-    return Price(**data)
 
 
 def _memory_specs(items: Any, where: str, label: str) -> tuple[MemorySpec, ...]:
@@ -222,7 +137,7 @@ def _memory_specs(items: Any, where: str, label: str) -> tuple[MemorySpec, ...]:
 
 
 @dataclass(frozen=True)
-class DialogueEntry(_Record):
+class DialogueEntry(JsonRecord):
     """A dialogue of the run: its id, file and content hash (checked on resume)."""
 
     id: str
@@ -245,23 +160,23 @@ class DialogueEntry(_Record):
 
 
 @dataclass(frozen=True)
-class RoleModel(_Record):
+class RoleModel(JsonRecord):
     """The model string serving a memory model role and the name it resolved to."""
 
-    CONVERT: ClassVar[dict[str, Any]] = {"spec": _model}
+    CONVERT: ClassVar[dict[str, Any]] = {"spec": as_model}
 
     spec: ModelSpec
     model: str
 
 
 @dataclass(frozen=True)
-class ModelRecord(_Record):
+class ModelRecord(JsonRecord):
     """run.json's ``models``: the models the run executed (offline stand-ins in a dry run)."""
 
     CONVERT: ClassVar[dict[str, Any]] = {
-        "llm": _model,
-        "memory_llm": _model,
-        "embeddings": _model,
+        "llm": as_model,
+        "memory_llm": as_model,
+        "embeddings": as_model,
         "roles": lambda d, where, label: {
             r: RoleModel.from_json(v, where, f"{label}.{r}") for r, v in d.items()
         },
@@ -282,10 +197,10 @@ class ModelRecord(_Record):
 
 
 @dataclass(frozen=True)
-class Pricing(_Record):
+class Pricing(JsonRecord):
     """The price table entries the estimate uses (US dollars per million tokens)."""
 
-    CONVERT: ClassVar[dict[str, Any]] = {"llm": _price, "embeddings": _price}
+    CONVERT: ClassVar[dict[str, Any]] = {"llm": as_price, "embeddings": as_price}
 
     llm_model: str | None = None
     embeddings_model: str | None = None
@@ -295,58 +210,8 @@ class Pricing(_Record):
     note: str | None = None
 
 
-def _records(kind: Any) -> Any:
-    def convert(items: Any, where: str, label: str) -> tuple:
-        if not isinstance(items, list):
-            raise ValueError(f"must be a list, got {type(items).__name__}")
-        return tuple(kind.from_json(x, where, f"{label}[{n}]") for n, x in enumerate(items))
-
-    return convert
-
-
-def _strings(items: Any, where: str, label: str) -> tuple[str, ...]:
-    if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
-        raise ValueError("must be a list of strings")
-    return tuple(items)
-
-
-def _list(items: Any, where: str, label: str) -> tuple:
-    if not isinstance(items, list):
-        raise ValueError(f"must be a list, got {type(items).__name__}")
-    return tuple(items)
-
-
-class ResumeOptions(TypedDict, total=False):
-    """What a resume of a run may be given (``RunSpec.resumed``, ``resume_benchmark``, ``memory-lab
-    run --resume``); the rest is as the run's run.json records it. ``jobs``/``concurrency`` and
-    the executor (``executor``, ``ray_address``) may change; the ``resources`` must be given
-    again (never written), as must a base URL with credentials (``base_url``, else
-    ``OPENAI_BASE_URL``: ``resume_base_url``). None, or not given: as recorded.
-    ``trust_sources``: import a memory's recorded source even when it is not memory-lab's, an
-    installed entry point or the recorded file unchanged (``memories/sources.py``)."""
-
-    jobs: int | None
-    concurrency: int | None
-    executor: str | None
-    ray_address: str | None
-    resources: dict[str, str] | None
-    base_url: str | None
-    trust_sources: bool | None
-
-
-RESUME_OPTIONS = tuple(ResumeOptions.__annotations__)  # their names, in that order
-
-
-def resume_options(given: dict[str, Any]) -> ResumeOptions:
-    """``given`` as ResumeOptions; TypeError naming any option a resume does not take."""
-    unknown = [name for name in given if name not in RESUME_OPTIONS]
-    if unknown:
-        raise TypeError(f"a resume takes no option {', '.join(map(repr, unknown))}")
-    return ResumeOptions(**given)
-
-
 @dataclass(frozen=True)
-class JudgePrompt(_Record):
+class JudgePrompt(JsonRecord):
     """One grading prompt of run.json's ``judge``: by file, SHA-256, version and placeholders,
     not by its text (a resume reads the file again and refuses one whose SHA-256 changed)."""
 
@@ -358,12 +223,12 @@ class JudgePrompt(_Record):
 
 
 @dataclass(frozen=True)
-class JudgeRecord(_Record):
+class JudgeRecord(JsonRecord):
     """run.json's ``judge``: the grading model, its parameters, temperature and runs per prompt,
     and every grading prompt (``prompt_version``/``prompt_file``: the first one's, as run.json
     had before several prompts)."""
 
-    CONVERT: ClassVar[dict[str, Any]] = {"prompts": _records(JudgePrompt)}
+    CONVERT: ClassVar[dict[str, Any]] = {"prompts": as_records(JudgePrompt)}
 
     model: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
@@ -376,7 +241,7 @@ class JudgeRecord(_Record):
 
 
 @dataclass(frozen=True)
-class RunSpec(_Record):
+class RunSpec(JsonRecord):
     """Everything that shaped a run's numbers, and how the run stands (``status``...).
 
     ``config`` is the configuration as recorded (requested models, absolute grading prompts);
@@ -387,15 +252,15 @@ class RunSpec(_Record):
     CONVERT: ClassVar[dict[str, Any]] = {
         "config": lambda data, where, label: RunConfig.from_json(data, where),
         "memory_specs": _memory_specs,
-        "memories": _strings,
-        "dialogue_sources": _strings,
-        "dialogues": _records(DialogueEntry),
-        "resources": _strings,
-        "models": _section(ModelRecord),
-        "pricing": _section(Pricing),
-        "argv": _list,
-        "errors": _list,
-        "resume_history": _list,
+        "memories": as_strings,
+        "dialogue_sources": as_strings,
+        "dialogues": as_records(DialogueEntry),
+        "resources": as_strings,
+        "models": as_section(ModelRecord),
+        "pricing": as_section(Pricing),
+        "argv": as_list,
+        "errors": as_list,
+        "resume_history": as_list,
         "judge": lambda data, where, label: (
             None if data is None else JudgeRecord.from_json(data, where, label)
         ),
@@ -428,13 +293,13 @@ class RunSpec(_Record):
     errors: tuple[dict[str, Any], ...] = ()
     resume_history: tuple[dict[str, Any], ...] = ()  # run.json's "resumed": one entry a resume
     # never written
-    max_retries: int = field(default=ClientSettings.max_retries, metadata=_UNWRITTEN)
-    resource_values: dict[str, str] = field(default_factory=dict, metadata=_UNWRITTEN, repr=False)
-    overrides: dict[str, Any] = field(default_factory=dict, metadata=_UNWRITTEN)
-    folder: str | None = field(default=None, metadata=_UNWRITTEN)
-    resuming: bool = field(default=False, metadata=_UNWRITTEN)
+    max_retries: int = field(default=ClientSettings.max_retries, metadata=UNWRITTEN)
+    resource_values: dict[str, str] = field(default_factory=dict, metadata=UNWRITTEN, repr=False)
+    overrides: dict[str, Any] = field(default_factory=dict, metadata=UNWRITTEN)
+    folder: str | None = field(default=None, metadata=UNWRITTEN)
+    resuming: bool = field(default=False, metadata=UNWRITTEN)
     dialogue_set: tuple[Dialogue, ...] = field(
-        default=(), metadata=_UNWRITTEN, repr=False, compare=False
+        default=(), metadata=UNWRITTEN, repr=False, compare=False
     )
 
     # -- what readers take of the configuration (format 1 wrote these beside it as well) -----
@@ -602,74 +467,3 @@ class RunSpec(_Record):
         folder is named absolutely (``work_dir`` of the run's models)."""
         folder = str(Path(self.folder).resolve()) if self.folder else None
         return dataclasses.replace(self, dialogue_set=(), folder=folder)
-
-
-def check_dialogues(spec: RunSpec, dialogues: list[Dialogue]) -> None:
-    """ValueError naming the dialogues whose content changed since the run started."""
-    recorded = {d.id: d.sha256 for d in spec.dialogues}
-    current = {d.id: d.content_hash for d in dialogues}
-    if current != recorded:
-        changed = sorted(
-            k for k in recorded.keys() | current.keys() if recorded.get(k) != current.get(k)
-        )
-        raise BadInput(
-            f"{spec.folder}: dialogues changed since the run started: {', '.join(changed)}"
-        )
-
-
-def check_embedding_engines(spec: RunSpec, where: str) -> None:
-    """ValueError if this version embeds the run's offline models with another engine.
-
-    A run's cells must share one engine: the recorded names (``models.embeddings_model``,
-    ``models.reader_embeddings``) are what this version would record for the same settings.
-    """
-    from memory_lab.models.embeddings import embedding_model_name, offline_embedding_model
-    from memory_lab.models.offline_reader import reader_embedding_names
-
-    key = offline_embedding_model(spec.config.embeddings)
-    pairs = [(spec.models.embeddings_model, embedding_model_name(key) if key else None)]
-    if spec.models.reader_embeddings is not None:
-        pairs.append((spec.models.reader_embeddings, reader_embedding_names()))
-    for recorded, now in pairs:
-        if recorded is not None and now is not None and recorded != now:
-            raise BadInput(
-                f"{where}: the run embedded with {recorded}; this version embeds the same "
-                f"settings with {now}: start a new run (or resume with the version that began it)"
-            )
-
-
-def check_judge_prompts(spec: RunSpec, where: str) -> None:
-    """ValueError if a grading prompt file changed since the run started."""
-    from memory_lab.scoring.judge import judge_templates
-
-    recorded = [p.sha256 for p in spec.judge.prompts] if spec.judge is not None else []
-    config = spec.config
-    if config.judge is None or not recorded:
-        return
-    for template, sha in zip(judge_templates(config.judge_prompts), recorded, strict=False):
-        if template.sha256 != sha:
-            raise BadInput(f"{where}: judge prompt {template.file} changed since the run started")
-
-
-def resume_base_url(recorded: str | None, given: str | None, where: str) -> str | None:
-    """The base URL a resumed run uses: the recorded one, or the same URL given again.
-
-    run.json records a base URL with its credentials redacted, so such a run resumes only with
-    the full URL given again (``given``, else ``OPENAI_BASE_URL``); a URL given that is not the
-    recorded one (a different server) is refused, with a one-line ValueError.
-    """
-    if given is None and has_redacted_credentials(recorded):
-        given = os.environ.get("OPENAI_BASE_URL") or None
-        if given is None:
-            raise ConfigError(
-                f"{where}: the run's base URL {recorded} had credentials, which are never "
-                "written; pass it again with --base-url URL (or set OPENAI_BASE_URL)"
-            )
-    if given is None:
-        return recorded
-    if redact(given, known=False) != redact(recorded or "", known=False):
-        raise ConfigError(
-            f"{where}: the run used the base URL {recorded or '(none given)'}, not "
-            f"{redact(given)}; a resumed run keeps its provider"
-        )
-    return given

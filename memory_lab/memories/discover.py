@@ -7,7 +7,7 @@
   packages declare in the ``memory_lab.systems`` entry-point group (``name = "module:SYSTEM"``).
 
 Finding them imports declarations only (a dataclass each); a system's adapter, and with it its
-library, is imported when the registry is first asked (``registry._registry``).
+library, is imported when the registry is first asked (``lookup.registered``).
 """
 
 from __future__ import annotations

@@ -43,5 +43,3 @@ class Channel:
         if "error" in reply:
             raise RuntimeError(f"{kind} failed in the memory: {reply['error']}")
         return reply["result"]
-
-

@@ -1,18 +1,19 @@
 """The judges that score a finished run: what they take of the run, and what they cost.
 
-``memory-lab beam-scores`` and ``memory-lab judge-cognitive`` judge a run after it finished.
-``RunJudging`` gives their judge what the run's own models had: its call cache (run.json's
-``cache_dir``; the default one, ``$MEMORY_LAB_CACHE`` or ``~/.cache/memory-lab``, for a run.json
-that names none; none for a run made with ``--no-cache``), so that judging the same replies again
-sends no request; its client settings (the run's request timeout, ``MEMORY_LAB_MAX_RETRIES``);
-and its price table (the run's ``--prices`` file, else the bundled one), at which the judge's
-tokens are estimated (the judge model's own list price; none when the table has no entry).
+``memory-lab score BENCHMARK RUN`` judges a run after it finished, by the benchmark's declared
+scorer (``memory_lab.benchmarks``). ``RunJudging`` gives its judge what the run's own models had:
+its call cache (run.json's ``cache_dir``; the default one, ``$MEMORY_LAB_CACHE`` or
+``~/.cache/memory-lab``, for a run.json that names none; none for a run made with ``--no-cache``),
+so that judging the same replies again sends no request; its client settings (the run's request
+timeout, ``MEMORY_LAB_MAX_RETRIES``); and its price table (the run's ``--prices`` file, else the
+bundled one), at which the judge's tokens are estimated (the judge model's own list price; none when
+the table has no entry).
 
 Each scorer writes its judge's account (``judge_core.JudgeAccount``: the model, each prompt's
-SHA-256, calls and cache hits, tokens in and out, the estimated cost) into the results folder
-as ``<scorer>.judge.json`` (``write_account``), naming the run it judged; ``judge_costs`` reads
-them back for a results folder (the accounts of its run only: one an earlier run left in the
-same folder is skipped), for the summary and the report to show.
+SHA-256, calls and cache hits, tokens in and out, the estimated cost) into the results folder as
+``<account>.judge.json`` (``write_account``; the name its declaration gives), naming the run it
+judged; ``judge_costs`` reads them back for a results folder (the accounts of its run only: one an
+earlier run left in the same folder is skipped), for the summary and the report to show.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from memory_lab.results.read import ResultsError, open_in_folder, read_run_json,
 from memory_lab.scoring.judge_core import Judge, JudgeAccount, JudgeProtocol, judge_models
 from memory_lab.text.limits import InputError, decode, parse_json
 
-SCORERS = ("beam-scores", "judge-cognitive")  # the commands that judge a finished run
 ACCOUNT_SUFFIX = ".judge.json"
 MAX_ACCOUNT_BYTES = 1024 * 1024  # an account is a few hundred bytes
 BUNDLED_PRICES = "memory_lab/data/prices.json"
@@ -162,15 +162,24 @@ class JudgeCost:
     price_model: str | None = None  # the price table entry (``local``: a local server's)
 
 
+def scorer_accounts() -> tuple[str, ...]:
+    """The accounts the benchmarks' scorers write (each declaration's ``Scorer.account``)."""
+    from memory_lab.benchmarks import benchmarks
+
+    declared = [b.scorer for b in benchmarks().values() if b.scorer is not None]
+    return tuple(dict.fromkeys(s.account for s in declared if s.account))
+
+
 def judge_costs(folder: str | Path) -> list[JudgeCost]:
-    """The judges that scored the run in ``folder`` after it finished, in ``SCORERS`` order:
+    """The judges that scored the run in ``folder`` after it finished, in the order of the
+    benchmarks declaring them (``scorer_accounts``):
     each scorer's account read back (a regular file in the folder, at most
     ``MAX_ACCOUNT_BYTES``); an account naming another run (one an earlier run in the same folder
     left) is skipped. ResultsError naming the file and field for one that cannot be read."""
     folder = Path(folder)
     current = read_run_json(folder).get("run_id")
     costs = []
-    for scorer in SCORERS:
+    for scorer in scorer_accounts():
         path = account_path(folder, scorer)
         if not os.path.lexists(path):
             continue

@@ -1,6 +1,6 @@
 """What a run's records add up to: one row per memory (``summarize``) and per memory and probe
 category (``summarize_by_category``), and the figures beside them: latency and footprint,
-context cuts, the cost estimate, the reader's accuracy, LoCoMo's adversarial questions.
+context cuts, the cost estimate, the reader's accuracy, the benchmarks' adversarial questions.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from memory_lab.dialogue.importers import benchmarks, locomo
+from memory_lab.benchmarks import benchmarks, set_apart
 from memory_lab.dialogue.model import CATEGORIES, EVIDENCE_JUDGED
 from memory_lab.log.run_spec import Pricing
 from memory_lab.results.judge_metrics import judge_metrics
@@ -26,21 +26,22 @@ def _mean(values: pd.Series) -> float:
 
 
 def is_adversarial(row: pd.Series) -> bool:
-    """A LoCoMo adversarial question (category 5): a trap about something never said."""
-    return locomo.is_adversarial(row.get("probe_metadata"))
+    """A probe its benchmark declares a trap, summarised apart (``Benchmark.set_apart``): a
+    question about something never said."""
+    return set_apart(row.get("probe_metadata")) is not None
 
 
 def adversarial_apart(results: Results) -> bool:
-    """Whether the run summarises LoCoMo's adversarial questions apart (the default)."""
+    """Whether the run summarises the benchmarks' adversarial questions apart (the default)."""
     spec = results.spec
     return spec is None or spec.config.adversarial == "apart"
 
 
 def recall_probes(results: Results) -> pd.DataFrame:
-    """The probes recall (``accuracy``) is over, every memory's: answerable probes with answers
-    to match (not abstention probes, not those judged against their evidence,
-    ``EVIDENCE_JUDGED``), LoCoMo's adversarial ones left out unless the run includes them. The
-    summary's recall and the paired comparison (``pairs.paired_comparison``) are over these."""
+    """The probes recall (``accuracy``) is over, every memory's: answerable probes with answers to
+    match (not abstention probes, not those judged against their evidence, ``EVIDENCE_JUDGED``),
+    adversarial ones (``is_adversarial``) left out unless the run includes them. The summary's
+    recall and the paired comparison (``pairs.paired_comparison``) are over these."""
     probes = results.probes
     if probes.empty:
         return probes
@@ -222,11 +223,11 @@ def summarize(results: Results) -> pd.DataFrame:
     context (where that is defined). Recall: ``accuracy`` (with a 95% Wilson interval) over
     answerable probes with answers to match (not the ``EVIDENCE_JUDGED`` ones), and
     ``abstention_accuracy`` over abstention probes, apart, so no memory wins by abstaining.
-    LoCoMo's adversarial questions are left out of both unless the run's config says
+    Adversarial questions (``is_adversarial``) are left out of both unless the run's config says
     ``adversarial: include`` (they stay in the per-category table). The field's scores
-    (``f1_locomo``, ``f1_mem0``, ``bleu1``, ``exact_match``) are means over the probes
-    ``accuracy`` is over, so LoCoMo's category 5 is never in them (mem0's convention; LoCoMo's
-    own category-5 figure is in the per-category table). Costs are
+    (``answer_score_names``: a benchmark's own F1, mem0's F1, BLEU-1, EM) are means over the probes
+    ``accuracy`` is over, so an adversarial question is never in them (mem0's convention; the
+    benchmark's own adversarial figure is in the per-category table). Costs are
     estimates: conversation and memory-LLM tokens at the answering model's price, embedded
     tokens at the embedding model's price, as named in ``run.json``. Latency (p50 and p95 of
     search and total seconds per query), tokens per query and the footprint at the dialogue's
@@ -234,7 +235,7 @@ def summarize(results: Results) -> pd.DataFrame:
 
     What the context limit cut closes it (``context_cuts``): prompts, prompts cut, tokens cut.
 
-    Rank-aware retrieval: the ``RANK_SCORES`` (LongMemEval's recall@k and NDCG@k at turn and
+    Rank-aware retrieval: the ``RANK_SCORES`` (recall@k and NDCG@k at turn and
     session level, ``memory_lab.scoring.ranks``), means over answerable probes with evidence; NaN
     for a memory that does not rank.
     """
@@ -312,11 +313,11 @@ def summarize_by_category(results: Results) -> pd.DataFrame:
     """One row per (memory, probe category): probes, accuracy with its interval (NaN for a
     category judged against its evidence, ``EVIDENCE_JUDGED``), context hits, evidence recall,
     the means of the field's answer scores (NaN where a category has none, as mem0's three
-    on LoCoMo's category 5) and the judge's accuracy (its headline verdict, ``judge_correct``;
+    on adversarial questions) and the judge's accuracy (its headline verdict, ``judge_correct``;
     NaN without a judge).
 
-    Imported datasets keep their own category too (LoCoMo's id, LongMemEval's question type,
-    BEAM's ability), in the ``source_category`` column when present.
+    Imported datasets keep their own category too (each benchmark's declared ``category_key``),
+    in the ``source_category`` column when present.
     """
     probes = results.probes
     columns = [

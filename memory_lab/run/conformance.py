@@ -376,7 +376,6 @@ def _parameters_refused(spec: MemorySpec, report: CheckReport) -> None:
             report.failed("parameters-refused", f"{param.name}={value} was accepted")
 
 
-
 # ------------------------------------------------------------------------- a server's state
 
 
@@ -500,9 +499,7 @@ def _environment(cache: Path, resources: Any, env: dict[str, str] | None) -> dic
     return {**os.environ, **given, "MEMORY_LAB_CACHE": str(cache), **(env or {})}
 
 
-def _run(
-    argv: list[str], cache: Path, resources: Any, env: dict[str, str] | None = None
-) -> Any:
+def _run(argv: list[str], cache: Path, resources: Any, env: dict[str, str] | None = None) -> Any:
     """``argv`` in a session of its own; its completed process."""
     return subprocess.run(
         argv, capture_output=True, text=True, env=_environment(cache, resources, env),

@@ -179,7 +179,8 @@ class RunModels:
     def judge_panel(self, meter: Meter) -> Any:
         """The run's judge (``--judge``): a model per grading prompt and run, through the call
         cache, every call charged to ``meter`` (``judge.build_panel``)."""
-        from memory_lab.scoring.judge import build_panel, judge_templates
+        from memory_lab.scoring.judge import judge_templates
+        from memory_lab.scoring.judge_panel import build_panel
 
         config = self.config
         assert config.judge is not None

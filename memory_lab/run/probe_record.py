@@ -8,11 +8,9 @@ rank scores against what the memory recalled, and with a judge its grades.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory_lab.dialogue.importers.locomo import category_id
 from memory_lab.dialogue.model import EVIDENCE_JUDGED, Dialogue, Probe
 from memory_lab.log.records import ProbeRecord
 from memory_lab.memories.protocol import Exchange, Recall
@@ -61,7 +59,7 @@ class ProbeContext:
 class CellCounts:
     """``count_tokens`` of one cell's prompts and contexts, in order: each counted by what it
     changed since the one before (``TextTokens``), with the same counts. A replay's prompts grow
-    with the memory's text, and counting each whole cost a BEAM-100K ``buffer`` cell about 0.5 s
+    with the memory's text, and counting each whole cost a 100K-token ``buffer`` cell about 0.5 s
     of its replay. One per cell (``TextTokens`` is not thread-safe)."""
 
     prompts: TextTokens = field(default_factory=TextTokens)
@@ -100,14 +98,15 @@ def probe_record(
     context = recalled.context
     counted_prompt = counts.prompts.count(prompt)
     score = score_probe(probe, reply, context)
-    field_scores = answer_scores(reply, probe.answers, category_id(probe.metadata))
+    field_scores = answer_scores(reply, probe.answers, probe.metadata)
     recalled_ids = recalled.recall.turn_ids if recalled.recall is not None else ()
     evidence = {e: cell.turn_text[e] for e in probe.evidence if e in cell.turn_text}
     recall_share = (
         None if probe.category == "abstention" else evidence_recall(evidence, context, recalled_ids)
     )
+    ranking = recalled.recall.ranking if recalled.recall is not None else None
     ranks = rank_scores(
-        recalled.recall.ranking if recalled.recall is not None else None,
+        ranking,
         () if probe.category == "abstention" else probe.evidence,
         cell.turn_session,
     )
@@ -145,8 +144,9 @@ def probe_record(
         evidence=list(probe.evidence),
         evidence_recall=recall_share,
         recalled_turns=list(recalled_ids) if recalled_ids else None,
+        ranking=None if ranking is None else [list(item) for item in ranking],
         **ranks,
-        **dataclasses.asdict(field_scores),
+        answer_scores=field_scores,
         probe_metadata=dict(probe.metadata) if probe.metadata else None,
     )
     if judge is not None and probe.category not in EVIDENCE_JUDGED:

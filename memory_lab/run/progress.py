@@ -1,8 +1,8 @@
 """The run's progress bar: tokens replayed (exchanges and the probes after them), with an ETA
 from the rate measured since the first exchange, ticking every second.
 
-Counted in tokens, not exchanges: a BEAM exchange holds a thousand tokens where a built-in one
-holds twenty, so a bar of exchanges told little. Each exchange weighs the tokens of its user and
+Counted in tokens, not exchanges: an imported exchange may hold a thousand tokens where a built-in
+one holds twenty, so a bar of exchanges told little. Each exchange weighs the tokens of its user and
 assistant text and of the questions of the probes asked after it (``exchange_weights``), and
 advances the bar when its probes have been asked. Every executor that can reports each exchange
 as it ends (in the process, and from ``--jobs`` workers over their pipe); ``--concurrency``

@@ -1,27 +1,18 @@
-"""The field's answer scores, each by its published definition: LoCoMo F1, mem0 F1, BLEU-1, EM.
+"""The field's answer scores, each by its published definition: mem0's F1, BLEU-1 and EM here,
+and those a benchmark declares in its package (``Benchmark.answer_scores``: its own F1).
 
 These are not memory-lab's own matching (``memory_lab.text.normalize``, used for ``correct``): they
-reproduce, number for number, what published LoCoMo tables report, so a run can be laid beside
-them. Each is written here from its definition; ``benchmarks/field_scores_check.py`` runs the
-references themselves on the same replies and compares.
-
-``f1_locomo`` -- LoCoMo's own evaluation: ``task_eval/evaluation.py`` (``normalize_answer``,
-``f1_score``, ``f1``, ``eval_question_answering``) on branch ``code`` of
-``snap-research/locomo``. A text is normalised by dropping commas, lower-casing, deleting ASCII
-punctuation (``string.punctuation``), replacing the words ``a an the and`` by spaces and
-collapsing whitespace; its tokens are the Porter stems (NLTK's ``PorterStemmer``) of the
-whitespace-separated words; F1 counts the *multiset* overlap of reply and gold tokens. Per
-LoCoMo category id: 1 (multi-hop) splits reply and gold on commas and takes the mean over gold
-parts of the best reply part's F1; 3 keeps the gold before its first ``;``; 2 and 4 score the
-whole texts; 5 (adversarial) is not an F1 at all: 1.0 when the reply contains "no information
-available" or "not mentioned" (case-insensitive), else 0.0, which LoCoMo reports in the same
-column.
+reproduce, number for number, what published tables report, so a run can be laid beside them.
+Each is written from its definition; ``benchmarks/field_scores_check.py`` runs the references
+themselves on the same replies and compares. Every score is declared as an ``AnswerScore``
+(its name, the record's field, and its function of the reply, the accepted answers and the
+probe's metadata); ``answer_scores`` gives a probe every declared score, the benchmarks' first.
 
 ``f1_mem0`` -- mem0's ``evaluation/metrics/utils.py`` (``simple_tokenize``,
 ``calculate_metrics``) as of the parent of commit ``9315e3036`` of ``mem0ai/mem0``, credited
 there to A-Mem (``WujiangXu/AgenticMemory``, ``utils.py``). Both texts stripped and lower-cased,
 ``. , ! ?`` turned into spaces, split on whitespace; F1 on the token *sets*. So, unlike
-``f1_locomo``: no stemming (``cats`` is not ``cat``), articles count, other punctuation stays in
+a stemmed F1: no stemming (``cats`` is not ``cat``), articles count, other punctuation stays in
 the token (``"tuesday;"``, ``"caroline's"``, ``"2-3"``), and a repeated word counts once.
 
 ``bleu1`` -- the same mem0 file's ``calculate_bleu_scores``: NLTK ``sentence_bleu`` with weights
@@ -36,74 +27,21 @@ model as Python literals), loaded into NLTK's own ``PunktSentenceTokenizer``.
 equals the stripped, lower-cased gold, else 0.0.
 
 mem0's empty rule applies to all three of its scores: an empty reply scores 0. mem0's
-evaluation leaves LoCoMo's category 5 out, so those probes get None from its three scores.
+evaluation leaves adversarial traps out (the probes a benchmark sets apart:
+``memory_lab.benchmarks.set_apart``), so those probes get None from its three scores.
 A probe with several accepted answers (our own suites) is scored against each; each score keeps
 its best. Probes with nothing to score against (abstention probes) get None throughout.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import string
 from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
-
-import regex
-
-from memory_lab.dialogue.importers.locomo import ADVERSARIAL_CATEGORY
-
-# --------------------------------------------------------------------------- LoCoMo F1
-
-_ASCII_PUNCT = frozenset(string.punctuation)
-# ``regex`` as LoCoMo uses it: its word boundary counts combining marks as word characters.
-_LOCOMO_ARTICLES = regex.compile(r"\b(a|an|the|and)\b")
-_ADVERSARIAL_PHRASES = ("no information available", "not mentioned")
-
-
-@lru_cache(maxsize=1)
-def _stemmer() -> Any:
-    from nltk.stem import PorterStemmer
-
-    return PorterStemmer()
-
-
-def locomo_tokens(text: str) -> list[str]:
-    """LoCoMo's answer tokens: normalised as its ``normalize_answer``, then Porter-stemmed."""
-    text = text.replace(",", "").lower()
-    text = "".join(ch for ch in text if ch not in _ASCII_PUNCT)
-    text = _LOCOMO_ARTICLES.sub(" ", text)
-    stem = _stemmer().stem
-    return [stem(word) for word in text.split()]
-
-
-def _f1_counts(reply: list[str], gold: list[str]) -> float:
-    same = sum((Counter(reply) & Counter(gold)).values())
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(reply), same / len(gold)
-    return 2 * precision * recall / (precision + recall)
-
-
-def locomo_f1(reply: str, gold: str, category: int | None = None) -> float:
-    """LoCoMo's F1 of ``reply`` against one ``gold`` answer, by LoCoMo category id (see above).
-
-    ``category`` None (a probe that is not LoCoMo's) scores the whole texts, as 2 and 4 do.
-    """
-    if category == ADVERSARIAL_CATEGORY:
-        low = reply.lower()
-        return 1.0 if any(phrase in low for phrase in _ADVERSARIAL_PHRASES) else 0.0
-    if category == 3:
-        gold = gold.split(";")[0].strip()
-    if category == 1:
-        parts = [locomo_tokens(p.strip()) for p in reply.split(",")]
-        golds = [locomo_tokens(g.strip()) for g in gold.split(",")]
-        return math.fsum(max(_f1_counts(p, g) for p in parts) for g in golds) / len(golds)
-    return _f1_counts(locomo_tokens(reply), locomo_tokens(gold))
-
 
 # --------------------------------------------------------------------------- mem0 / A-Mem
 
@@ -200,50 +138,57 @@ def bleu1(reply: str, gold: str) -> float:
 # --------------------------------------------------------------------------- per probe
 
 
-@dataclass(kw_only=True)
-class AnswerScores:
-    """A probe's answer scores, each a ``ProbeRecord`` field too (the record inherits them) and
-    declared in ``scoring/metrics.py`` for the summary, the report and the viewer: a new score
-    is a field here, its line in ``answer_scores`` and its declaration there."""
+@dataclass(frozen=True)
+class AnswerScore:
+    """One answer score: ``name`` (its field in the probe record and its summary column,
+    declared for the views in ``scoring/metrics.py`` or by its benchmark) and
+    ``score(reply, golds, metadata)``, the best over the accepted answers ``golds``, or None
+    where it does not apply."""
 
-    f1_locomo: float | None = None
-    f1_mem0: float | None = None
-    bleu1: float | None = None
-    exact_match: float | None = None
+    name: str
+    score: Callable[[str, list[str], Mapping[str, Any]], float | None]
+
+
+def _best(one: Callable[[str, str], float]) -> Callable[[str, list[str], Mapping[str, Any]], Any]:
+    """A mem0 score per answer made a probe's: the best over its answers; None for a probe
+    with none, or one set apart as a trap (mem0's evaluation leaves those out)."""
+
+    def score(reply: str, golds: list[str], metadata: Mapping[str, Any]) -> float | None:
+        from memory_lab.benchmarks import set_apart
+
+        if not golds or set_apart(dict(metadata)) is not None:
+            return None
+        return max(one(reply, g) for g in golds)
+
+    return score
+
+
+SHARED = (
+    AnswerScore("f1_mem0", _best(mem0_f1)),
+    AnswerScore("bleu1", _best(bleu1)),
+    AnswerScore("exact_match", _best(exact_match)),
+)
+
+
+def declared() -> tuple[AnswerScore, ...]:
+    """Every answer score: those the benchmarks declare, then the shared ones."""
+    from memory_lab.benchmarks import benchmarks
+
+    own = [s for b in benchmarks().values() for s in b.answer_scores]
+    return (*own, *SHARED)
 
 
 def answer_score_names() -> list[str]:
-    """The answer scores' names (``AnswerScores``' fields), in order."""
-    return [f.name for f in dataclasses.fields(AnswerScores)]
+    """The answer scores' names, in order (the records' fields and the summary's columns)."""
+    return [s.name for s in declared()]
 
 
 def answer_scores(
-    reply: str, answers: list[str] | tuple[str, ...], locomo_category: Any = None
-) -> AnswerScores:
-    """The four scores of ``reply``, each the best over ``answers``.
-
-    ``locomo_category`` is the dataset's raw category id (``probe_metadata.locomo_category``),
-    None for probes that are not LoCoMo's. Category 5 gets only LoCoMo's adversarial figure;
-    no answers (abstention probes) give all None.
-    """
-    category = _category_id(locomo_category)
-    if category == ADVERSARIAL_CATEGORY:
-        return AnswerScores(f1_locomo=locomo_f1(reply, "", ADVERSARIAL_CATEGORY))
+    reply: str, answers: list[str] | tuple[str, ...], metadata: Mapping[str, Any] | None = None
+) -> dict[str, float | None]:
+    """Every declared score of ``reply`` against the accepted ``answers``, each the best over
+    them; a probe with no answers (abstention) gets None from each but a benchmark's trap
+    score. ``metadata``: the probe's (what a benchmark's score reads, its category)."""
     golds = [str(a) for a in answers]
-    if not golds:
-        return AnswerScores()
-    return AnswerScores(
-        f1_locomo=max(locomo_f1(reply, g, category) for g in golds),
-        f1_mem0=max(mem0_f1(reply, g) for g in golds),
-        bleu1=max(bleu1(reply, g) for g in golds),
-        exact_match=max(exact_match(reply, g) for g in golds),
-    )
-
-
-def _category_id(value: Any) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
+    meta = metadata or {}
+    return {s.name: s.score(reply, golds, meta) for s in declared()}

@@ -1,12 +1,11 @@
 """The judge core: how every judge asks its model and keeps what it said, written once.
 
-Three judges stand on it, each a ``JudgeProtocol``: the probe judge of ``memory-lab run
---judge`` (``JudgeTemplate``, ``scoring/judge.py``), BEAM's rubric judge and its equivalence
-check (``BeamRubric``, ``BeamEquivalence``, ``results/beam_scores.py``) and LoCoMo-Plus's
-Cognitive judge (``CognitivePrompt``, ``results/cognitive_judge.py``). A protocol says only what
-is its own: its prompt text(s) (``prompts``, by name), how they are filled for one verdict
-(``fill``) and how a reply is read (``read``: what it says and its score). The core does the
-rest:
+Every judge stands on it as a ``JudgeProtocol``: the probe judge of ``memory-lab run
+--judge`` (``JudgeTemplate``, ``scoring/judge.py``) and the judges of the dataset scorers that
+work on finished runs (``results/``), which grade with a benchmark's own prompts, read from the
+user's checkout of it (``scoring/prompt_source.py``). A protocol says only what is its own:
+its prompt text(s) (``prompts``, by name), how they are filled for one verdict (``fill``) and
+how a reply is read (``read``: what it says and its score). The core does the rest:
 
 - **the model** (``judge_models``): ``PROVIDER:MODEL`` built by the providers
   (``provider_chat_model``, under the client settings in force: a run's request timeout and
@@ -232,7 +231,7 @@ class JudgeProtocol(ABC):
     names), how they are filled for one verdict (``fill``, with the protocol's own arguments,
     into a text or chat messages) and how a reply is read (``read``: what it says, as the
     protocol reads it, and its score, None when unreadable). ``empty_reply`` is what an empty
-    reply reads as (LoCoMo-Plus's client returns ``(empty)``)."""
+    reply reads as (a benchmark's own client may return a placeholder such as ``(empty)``)."""
 
     name: ClassVar[str] = "judge"
     empty_reply: ClassVar[str] = ""

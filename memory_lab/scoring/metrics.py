@@ -5,11 +5,11 @@ What a figure needs decides whether it may rank memories for a run (``Metric.mea
 
 - ``ANSWERING_MODEL``: the answering model's replies are scored, so the figure measures a real
   model only; with the offline reader (an extractive stand-in, tuned on the built-in suite) it
-  measures the instrument. On BEAM the reader scores every memory alike (5.6%) while evidence
-  recall runs from 31% to 63%: such a figure must not say which memory is best.
+  measures the instrument. On a long benchmark the reader scored every memory alike (5.6%)
+  while evidence recall ran from 31% to 63%: such a figure must not say which memory is best.
 - ``JUDGE``: a real LLM judge graded the replies (the offline judge is a stand-in too; for
-  BEAM's score, the judge of ``memory-lab beam-scores``, whose offline grading reads value
-  nuggets only).
+  a benchmark's own score, the judge of ``memory-lab score``, whose offline grading may read
+  part of it only).
 - ``EVIDENCE``: the probes name their evidence turns.
 
 The answer a report leads with, the cost frontier and the viewer's comparison rank by the
@@ -50,10 +50,15 @@ class RunFacts:
 
 @dataclass(frozen=True)
 class Metric:
-    """One summary column (or ``BEAM_SCORE``, scored after the run). ``unit``: ``share`` (0-1,
+    """One summary column (or a benchmark's score, scored after the run). ``unit``: ``share`` (0-1,
     shown as a percent), ``score`` (0-1, shown with three decimals), ``tokens``, ``usd``,
-    ``seconds`` or ``count``. ``interval``: the columns of its 95% interval; ``spread``: the
-    column of its sd over judge runs."""
+    ``seconds`` or ``count``: how every view writes it (``views/tables.metric_text`` for the
+    terminal and the report, ``SHOW`` in ``data/viewer.html``). ``interval``: the columns of its
+    95% interval; ``spread``: the column of its sd over judge runs. ``table``: a column of the
+    summary table the terminal and the report print (the others have blocks of their own: J and
+    the field's scores the judge's and the metrics section, latency its block); ``compared``: a
+    column of the viewer's comparison. A figure declared here with its column in the summary is
+    in all three."""
 
     name: str
     label: str  # the tables' heading
@@ -64,7 +69,22 @@ class Metric:
     needs: tuple[str, ...] = ()
     interval: tuple[str, str] | None = None
     spread: str | None = None
+    table: bool = True  # a column of the summary table (terminal and report)
     compared: bool = True  # a column of the viewer's comparison (the rank scores are not)
+    source: str = ""  # whose definition it is, where a benchmark declares it
+
+    @property
+    def heading(self) -> str:
+        """The column's heading in every view: its label, and what its interval is."""
+        return self.label + (" (95% CI)" if self.interval else "")
+
+    @property
+    def hint(self) -> str:
+        """What a column's heading says on hover: what it is over, which way is better and
+        what it needs to mean anything."""
+        better = "higher" if self.higher_is_better else "lower"
+        needs = f"; needs {' and '.join(self.needs)} to mean anything" if self.needs else ""
+        return f"{self.title}: over {self.over}; {better} is better{needs}"
 
     @property
     def noun(self) -> str:
@@ -85,8 +105,8 @@ def _share(name: str, label: str, title: str, over: str, *needs: str, **kw) -> M
     return Metric(name, label, title, "share", over, needs=needs, **kw)
 
 
-def _score(name: str, label: str, title: str) -> Metric:
-    return Metric(name, label, title, "score", PROBES, needs=(ANSWERING_MODEL,))
+def _score(name: str, label: str, title: str) -> Metric:  # the field's: in the judge's block
+    return Metric(name, label, title, "score", PROBES, needs=(ANSWERING_MODEL,), table=False)
 
 
 METRICS: tuple[Metric, ...] = (
@@ -112,6 +132,7 @@ METRICS: tuple[Metric, ...] = (
         ANSWERING_MODEL,
         JUDGE,
         spread="judge_accuracy_sd",
+        table=False,  # the judge's block, beside its agreement
     ),  # fmt: skip
     _share(
         "accuracy",
@@ -131,7 +152,6 @@ METRICS: tuple[Metric, ...] = (
         higher_is_better=False,
         needs=(ANSWERING_MODEL,),
     ),  # fmt: skip
-    _score("f1_locomo", "F1 LoCoMo", "F1 LoCoMo"),
     _score("f1_mem0", "F1 mem0", "F1 (mem0's)"),
     _score("bleu1", "BLEU-1", "BLEU-1"),
     _score("exact_match", "EM", "Exact match"),
@@ -143,6 +163,7 @@ METRICS: tuple[Metric, ...] = (
             "score",
             "answerable probes with evidence",
             needs=(EVIDENCE,),
+            table=False,
             compared=False,
         )
         for name in RANK_SCORES
@@ -163,6 +184,7 @@ METRICS: tuple[Metric, ...] = (
         "tokens",
         "probes",
         higher_is_better=False,
+        table=False,  # the latency block
     ),  # fmt: skip
     Metric(
         "memory_tokens", "mem tokens", "Memory tokens", "tokens", "the run", higher_is_better=False
@@ -188,19 +210,10 @@ METRICS: tuple[Metric, ...] = (
         "seconds",
         "probes (the memory's read)",
         higher_is_better=False,
+        table=False,  # the latency block
     ),  # fmt: skip
 )
-# BEAM's own score (``results/beam_scores.py``): not a summary column but ``beam_scores.csv``,
-# written by ``memory-lab beam-scores`` after a run; the report's answer names it when there.
-BEAM_SCORE = Metric(
-    "beam_score",
-    "BEAM",
-    "BEAM score (its rubric judge)",
-    "share",
-    "BEAM questions with a graded rubric item, per ability, then over abilities",
-    needs=(ANSWERING_MODEL, JUDGE),
-)
-BY_NAME = {m.name: m for m in (*METRICS, BEAM_SCORE)}
+BY_NAME = {m.name: m for m in METRICS}
 # The figures that may lead the answer, in order: the first meaningful one leads.
 RANKING = ("judge_accuracy", "accuracy", "evidence_recall")
 
@@ -211,6 +224,8 @@ def compared() -> list[dict]:
         {
             "name": m.name,
             "label": m.label,
+            "heading": m.heading,
+            "hint": m.hint,
             "title": m.title,
             "unit": m.unit,
             "over": m.over,
@@ -219,14 +234,35 @@ def compared() -> list[dict]:
             "interval": list(m.interval) if m.interval else None,
             "spread": m.spread,
         }
-        for m in METRICS
+        for m in all_metrics()
         if m.compared
     ]
 
 
+def benchmark_metrics() -> list[Metric]:
+    """The figures the benchmarks declare (``Benchmark.metrics``), in their order."""
+    from memory_lab.benchmarks import benchmarks
+
+    return [m for b in benchmarks().values() for m in b.metrics if m.name not in BY_NAME]
+
+
+def all_metrics() -> tuple[Metric, ...]:
+    """Every declared figure in the views' order: those declared here, with the benchmarks'
+    (``Benchmark.metrics``) first among the field's answer scores, as the records order them."""
+    declared = benchmark_metrics()
+    at = [m.name for m in METRICS].index("f1_mem0")
+    return (*METRICS[:at], *declared, *METRICS[at:])
+
+
 def metric(name: str) -> Metric:
-    """The declaration of the summary column ``name``."""
-    return BY_NAME[name]
+    """The declaration of the summary column ``name``, or of a figure a benchmark declares
+    (``Benchmark.metrics``: a score written after the run, such as its judge's)."""
+    if name in BY_NAME:
+        return BY_NAME[name]
+    for m in all_metrics():
+        if m.name == name:
+            return m
+    raise KeyError(name)
 
 
 def lead_metric(facts: RunFacts, present: set[str] | None = None) -> Metric | None:

@@ -53,7 +53,7 @@ def score_probe(probe: Probe, reply: str, memory_context: str) -> ProbeScore:
     None where it means nothing: abstention probes, ``derived`` probes (the answer is not
     verbatim in the dialogue) and answers that appear in the question itself (choice questions).
     ``stale``: a stale answer in the reply and no accepted one.
-    A probe judged against its evidence (``EVIDENCE_JUDGED``: LoCoMo-Plus's cognitive probes) has
+    A probe judged against its evidence (``EVIDENCE_JUDGED``: cognitive probes) has
     no answer to match: ``correct`` is False and ``context_hit`` None, and the summaries leave it
     out of accuracy (its retrieval figure is evidence recall).
     """

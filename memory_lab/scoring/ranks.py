@@ -1,13 +1,10 @@
-"""Rank-aware retrieval scores, by LongMemEval's definitions: recall@k and NDCG@k per probe.
+"""Rank-aware retrieval scores: recall@k and NDCG@k per probe, by the field's definitions
+(their source, and the check that these equal it, are in docs/metrics.md, "Rank scores").
 
 Evidence recall (``memory_lab.scoring.probes``) says whether a probe's evidence reached the prompt;
 these say at which rank the memory's retrieval put it. They are defined only for memories that
 report a ranking (``Recall.ranking``: the source turns of the retrieved items, best first) and
 for answerable probes with evidence; everything else gets None.
-
-The definitions are LongMemEval's (Wu et al., 2024), ``src/retrieval/eval_utils.py`` of
-``xiaowu0162/LongMemEval`` (``evaluate_retrieval``, ``ndcg``, ``dcg``,
-``evaluate_retrieval_turn2session``; read at commit 9e0b455), written here from them:
 
 - ``recall_any@k``: 1.0 when at least one evidence document is among the top ``k``, else 0.0;
 - ``recall_all@k``: 1.0 when every evidence document is among the top ``k``, else 0.0;
@@ -17,29 +14,29 @@ The definitions are LongMemEval's (Wu et al., 2024), ``src/retrieval/eval_utils.
   ``R`` is the number of evidence documents; 0.0 when the ideal is 0.
 
 A ranked list shorter than ``k`` is scored as it is (nothing after its end), the ideal still
-counts ``min(R, k)``: LongMemEval ranks its whole corpus, a memory shows its top few, so
+counts ``min(R, k)``: the definitions rank a whole corpus, a memory shows its top few, so
 recall@10 of a memory that retrieves 4 items is its recall@4, and a memory that retrieves fewer
 than ``R`` items cannot reach NDCG 1.
 
-LongMemEval's documents are single turns (turn level) or sessions (session level). A memory's
-ranked item may name several turns (an exchange names its user turn and its reply), so the
-ranking is flattened to the level's unit first:
+Documents are single turns (turn level) or sessions (session level). A memory's ranked item may
+name several turns (an exchange names its user turn and its reply), so the ranking is flattened
+to the level's unit first:
 
 - **turn level**: the items' turn ids, item by item in rank order and within an item in the
   order it names them, each turn kept at its first (best) place; so ``k`` counts turns, and an
   exchange takes two ranks;
 - **session level**: each of those turns mapped to its session, each session kept at its first
-  (best) place; so ``k`` counts distinct sessions. For recall this is exactly LongMemEval's
-  ``evaluate_retrieval_turn2session``, which widens ``k`` until the top holds ``k`` distinct
+  (best) place; so ``k`` counts distinct sessions. For recall this is exactly the turn-to-session
+  evaluation of the definitions' source, which widens ``k`` until the top holds ``k`` distinct
   sessions. Its NDCG differs: there every retrieved turn of an evidence session counts as a
   relevant document again (and the ideal counts every turn of the evidence sessions); here a
-  session counts once, as in LongMemEval's session-granularity retrieval.
+  session counts once, as in session-granularity retrieval.
 
 An item that names no turn still takes a rank (a document that is no evidence). ``R`` is the
 number of the probe's evidence turns found in the dialogue (sessions: their distinct sessions).
 
-The probe records carry the set LongMemEval's ``print_retrieval_metrics.py`` prints, at both
-levels: ``recall_all`` and ``ndcg_any`` at k = 5 and 10 (``RANK_SCORES``).
+The probe records carry ``recall_all`` and ``ndcg_any`` at k = 5 and 10, at both levels
+(``RANK_SCORES``); a benchmark with rank metrics of its own reads the record's ``ranking``.
 """
 
 from __future__ import annotations
@@ -59,14 +56,14 @@ RANK_SCORES = [
 
 
 def dcg(relevances: Sequence[float], k: int) -> float:
-    """LongMemEval's DCG@k: the first relevance, plus ``rel_i / log2(i)`` for ranks i = 2..k."""
+    """DCG@k: the first relevance, plus ``rel_i / log2(i)`` for ranks i = 2..k."""
     head = list(relevances)[:k]
     return sum(rel if i == 1 else rel / math.log2(i) for i, rel in enumerate(head, start=1))
 
 
 @dataclass(frozen=True)
 class RankAt:
-    """LongMemEval's three scores of one ranked list at one ``k``."""
+    """The three scores of one ranked list at one ``k``."""
 
     recall_any: float
     recall_all: float

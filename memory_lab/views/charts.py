@@ -38,6 +38,7 @@ from memory_lab.results.prompt_growth import prompt_growth
 from memory_lab.results.read import Results
 from memory_lab.results.standings import frontier, ranking_metric
 from memory_lab.results.summary import category_grid, judged, recall_probes, summarize
+from memory_lab.scoring.answers import answer_score_names
 from memory_lab.scoring.metrics import metric
 from memory_lab.views.numbers import percent
 
@@ -416,17 +417,19 @@ def _score_token_axes(
 
 
 def score_metric(summary: pd.DataFrame) -> tuple[str, str]:
-    """The answer score the score chart plots: J when the run was judged, else LoCoMo's F1."""
+    """The answer score the score chart plots: J when the run was judged, else the first of the
+    field's answer scores (``scoring.answers``: a benchmark's own F1 first)."""
     if judged(summary):
         return "judge_accuracy", "J, judge accuracy (mean over runs)"
-    return "f1_locomo", "F1 (LoCoMo's definition)"
+    first = metric(answer_score_names()[0])
+    return first.name, f"{first.title} (its own definition)"
 
 
 # Why the field's answer scores of a conversational reply are low (the report's note too).
 CONVERSATIONAL_NOTE = (
     "Low by construction: F1, BLEU-1 and EM compare the whole reply with a short gold answer, "
     "so a conversational reply scores low even when it is right (and EM is near 0). "
-    "memory-lab run --answer-style short asks for a short phrase, the style LoCoMo's and Mem0's "
+    "memory-lab run --answer-style short asks for a short phrase, the style the field's "
     "papers score."
 )
 

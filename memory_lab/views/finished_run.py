@@ -1,5 +1,5 @@
 """What the terminal shows of a run that just ended: the summary table (a dry run's notes around
-it and its estimate by role), the reader's line, a note on LoCoMo's adversarial probes, recall
+it and its estimate by role), the reader's line, a note on the adversarial probes set apart, recall
 by category and the answer (the report's).
 
 The figures come from the run's folder through ``results/read.py`` and the tables of
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from memory_lab.benchmarks import set_apart
 from memory_lab.results.read import Results, read_results
 from memory_lab.results.role_costs import role_costs
 from memory_lab.results.summary import (
     adversarial_apart,
-    is_adversarial,
     reader_accuracy,
     summarize_by_category,
 )
@@ -56,7 +56,7 @@ def finished_run_text(folder: str | Path, summary: pd.DataFrame) -> str:
 def answer_lines(results: Results, summary: pd.DataFrame) -> list[str]:
     """The answer the report and the viewer lead with (``views/headline.py``: the same rule,
     over the same summary, paired comparison and facts as ``report.comparison``), after the
-    tables (a run just ended has no BEAM scores yet: ``memory-lab beam-scores`` adds them to
+    tables (a run just ended has no benchmark scores yet: ``memory-lab score`` adds them to
     the report's)."""
     from memory_lab.results.pairs import paired_comparison
     from memory_lab.results.standings import run_facts
@@ -104,12 +104,16 @@ def reader_time_note(results: Results) -> str | None:
 
 
 def adversarial_note(results: Results) -> str | None:
-    """That the run's LoCoMo adversarial probes are summarised apart, when they are."""
+    """That the run's adversarial probes are summarised apart, when they are (each labelled as
+    its benchmark declares: ``Benchmark.set_apart_note``)."""
     probes = results.probes
-    count = int(probes.apply(is_adversarial, axis=1).sum()) if len(probes) else 0
-    if not count or not adversarial_apart(results):
+    if not len(probes) or not adversarial_apart(results):
         return None
+    labels = probes["probe_metadata"].map(set_apart).dropna()
+    if labels.empty:
+        return None
+    counted = ", ".join(f"{n} {label}" for label, n in labels.value_counts(sort=False).items())
     return (
-        f"{count} LoCoMo adversarial probe record(s) are summarised apart (see the table by "
+        f"{counted} probe record(s) are summarised apart (see the table by "
         "category; --adversarial include puts them in the headline)."
     )

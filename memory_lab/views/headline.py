@@ -11,14 +11,13 @@ import pandas as pd
 from memory_lab.results.standings import frontier, leader, recall_leader
 from memory_lab.results.summary import judged
 from memory_lab.scoring.metrics import (
-    ANSWERING_MODEL,
-    JUDGE,
     Metric,
     RunFacts,
+    benchmark_metrics,
     lead_metric,
     metric,
 )
-from memory_lab.views.numbers import is_missing, percent
+from memory_lab.views.numbers import percent
 
 
 def recall_line(summary: pd.DataFrame, pairs: pd.DataFrame) -> str | None:
@@ -74,66 +73,6 @@ def frontier_line(summary: pd.DataFrame, by: Metric) -> str | None:
     )
 
 
-OFFLINE_BEAM_GRADING = (
-    "graded offline: only value nuggets, by answer matching, the rest ungraded; no judge model"
-)
-# Why BEAM's score ranks nothing, by what its declaration needs and the run lacked.
-BEAM_UNRANKED = {
-    ANSWERING_MODEL: "the replies it grades are the offline reader's (a stand-in)",
-    JUDGE: "no judge model graded them (memory-lab beam-scores --judge MODEL --beam-copy BEAM)",
-}
-
-
-def beam_line(overall: list[dict], facts: RunFacts) -> str | None:
-    """BEAM's own score per memory (``beam_scores.overall_scores`` of the ``beam_scores.csv``
-    that ``memory-lab beam-scores`` wrote), best first, naming who graded it (a judge model, or
-    offline: value nuggets only) and each protocol; when its declaration (``metrics.BEAM_SCORE``)
-    is not met, why it ranks nothing. None without BEAM scores."""
-    if not overall:
-        return None
-    beam = metric("beam_score")
-    judges = sorted({j for r in overall for j in r["judges"]})
-    models = [j for j in judges if j not in ("offline", "unknown")]
-    graded = []
-    if models:
-        graded.append(f"graded by the judge model {', '.join(models)} with BEAM's rubric prompt")
-    if "offline" in judges:
-        graded.append(OFFLINE_BEAM_GRADING)
-    if "unknown" in judges:
-        graded.append("graded by a judge the scores do not name")
-    scored = RunFacts(facts.real_answering_model, models == judges, facts.evidence)
-    several_scales = len({r["scale"] for r in overall}) > 1
-    counts = {(r["abilities"], r["of"]) for r in overall}
-    if len(counts) == 1:
-        ((k, of),) = counts
-        over = f"mean over its {k} abilities" if k == of else f"mean over the {k} of {of} abilities"
-        over += " with a score" if k != of else ""
-    else:
-        over = "mean over the abilities with a score"
-
-    def scores(protocol: str) -> list[str]:
-        rows = [r for r in overall if r["protocol"] == protocol]
-        rows.sort(key=lambda r: (is_missing(r["score"]), -(r["score"] or 0)))
-        return [
-            f"{r['memory']}{' @ ' + r['scale'] if several_scales else ''} {percent(r['score'])}"
-            + (f" ({r['abilities']}/{r['of']} abilities)" if len(counts) > 1 else "")
-            for r in rows
-        ]
-
-    protocols = list(dict.fromkeys(r["protocol"] for r in overall))
-    shown = {p: ", ".join(scores(p)) for p in protocols}
-    if len(set(shown.values())) == 1:
-        named = " and ".join(protocols)
-        body = f"{named} protocol{'s alike' if len(protocols) > 1 else ''}: {shown[protocols[0]]}"
-    else:
-        body = "; ".join(f"{p} protocol: {shown[p]}" for p in protocols)
-    line = f"{beam.title.split(' (')[0]} ({'; '.join(graded)}), {over}, {body}."
-    missing = beam.missing(scored)
-    if missing:
-        line += " It ranks nothing here: " + "; ".join(BEAM_UNRANKED[m] for m in missing) + "."
-    return line
-
-
 RANKING_WHY = {
     "judge_accuracy": "a real judge graded a real answering model's replies.",
     "accuracy": "a real answering model replied (no real judge graded it).",
@@ -167,13 +106,13 @@ def headline(
     summary: pd.DataFrame,
     pairs: pd.DataFrame,
     facts: RunFacts | None = None,
-    beam: list[dict] | None = None,
+    declared: list[str] | None = None,
 ) -> list[str]:
     """The report's opening lines, led by the first figure meaningful for the run
-    (``metrics.lead_metric``: J, recall or evidence recall), then BEAM's own score when the run
-    has one (``beam``: ``beam_scores.overall_scores``; ``beam_line``), the other figures that
-    are meaningful, and the cost frontier by the leading figure. ``facts`` None: a run with a
-    real answering model."""
+    (``metrics.lead_metric``: J, recall or evidence recall), then the lines the benchmarks declare
+    for the run (``declared``: their own scores, ``Benchmark.headline``), the other figures that are
+    meaningful, and the cost frontier by the leading figure. ``facts`` None: a run with a real
+    answering model."""
     if summary.empty:
         return []
     facts = facts or RunFacts(real_answering_model=True, real_judge=judged(summary), evidence=True)
@@ -185,12 +124,15 @@ def headline(
             summary, "evidence_recall", "Evidence recall (retrieval; no interval)"
         ),
         "judge_accuracy": lambda: best_line(summary, "judge_accuracy", "J", "judge_accuracy_sd"),
-        "f1_locomo": lambda: best_line(summary, "f1_locomo", "F1 LoCoMo", as_percent=False),
     }
+    for own in benchmark_metrics():  # a benchmark's own answer score (its F1)
+        if own.unit != "score":
+            continue
+        lines[own.name] = lambda m=own: best_line(summary, m.name, m.label, as_percent=False)
     shown = [name for name in lines if name in present and metric(name).meaningful(facts)]
     if lead is not None:
         shown = [lead.name] + [n for n in shown if n != lead.name]
     ordered = [lines[name]() for name in shown]
-    ordered.insert(1, beam_line(beam or [], facts))
+    ordered[1:1] = declared or []
     ordered += [unranked_line(facts), frontier_line(summary, lead) if lead else None]
     return [line for line in ordered if line]

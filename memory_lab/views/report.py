@@ -16,21 +16,28 @@ from typing import Any
 
 import pandas as pd
 
+from memory_lab.benchmarks import ViewContext, benchmarks
 from memory_lab.log.run_spec import RunSpec
 from memory_lab.log.safe_files import write_replacing
 from memory_lab.models.accounting import LOCAL_PRICE_MODEL
 from memory_lab.results.compare import combine, compare_summary, differences, run_names
 from memory_lab.results.judge_costs import judge_costs
 from memory_lab.results.pairs import paired_comparison
-from memory_lab.results.published import is_locomo_run, published_locomo
 from memory_lab.results.read import Results, read_results
 from memory_lab.results.standings import ranking_metric, run_facts
 from memory_lab.results.summary import FIELD_SCORES, summarize, summarize_by_category
-from memory_lab.scoring.metrics import PROBES, metric
+from memory_lab.scoring.metrics import PROBES, benchmark_metrics, metric
 from memory_lab.views.charts import CHARTS, CONVERSATIONAL_NOTE, chart_style
 from memory_lab.views.headline import headline
+from memory_lab.views.html_kit import table
 from memory_lab.views.numbers import EMPTY, is_missing, percent
-from memory_lab.views.tables import cost_text, priced_local, summary_notes
+from memory_lab.views.tables import (
+    cost_text,
+    metric_text,
+    priced_local,
+    summary_metrics,
+    summary_notes,
+)
 
 REPORT_FILE = "report.html"
 
@@ -40,23 +47,6 @@ def _svg_data_uri(fig) -> str:
     with chart_style():
         fig.savefig(buffer, format="svg", metadata={"Date": None})
     return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def _table(header: list[str], rows: list[list[str]], attrs: str = "") -> str:
-    """An HTML table of escaped cells; a column (other than the first) with no data in any row
-    is left out, and named in a line under the table."""
-    keep = [
-        i
-        for i in range(len(header))
-        if i == 0 or not rows or any(r[i] not in (EMPTY, "") for r in rows)
-    ]
-    hidden = [header[i] for i in range(len(header)) if i not in keep]
-    head = "".join(f"<th>{escape(header[i])}</th>" for i in keep)
-    body = "\n".join("<tr>" + "".join(f"<td>{r[i]}</td>" for i in keep) + "</tr>" for r in rows)
-    table = f"<table {attrs}><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
-    if hidden:
-        table += f"<p class=note>No data, so not shown: {escape(', '.join(hidden))}.</p>"
-    return table
 
 
 def _run_section(spec: RunSpec | None, name: str | None = None) -> str:
@@ -91,52 +81,31 @@ def _run_section(spec: RunSpec | None, name: str | None = None) -> str:
     title = "Run parameters" + (f" — {name}" if name else "")
     return (
         f'<h2 id="run-{escape(name or "", True)}">{escape(title)}</h2>'
-        + _table(["parameter", "value"], params)
+        + table(["parameter", "value"], params)
         + "<h3>Memories</h3>"
-        + _table(["memory", "factory", "parameters"], specs)
+        + table(["memory", "factory", "parameters"], specs)
         + "<h3>Dialogues</h3>"
-        + _table(["dialogue", "language", "turns", "probes"], dialogues)
+        + table(["dialogue", "language", "turns", "probes"], dialogues)
     )
 
 
-# The summary table's columns: the declared figures (``scoring/metrics.py``), by their labels,
-# as the terminal's table shows them (``views/tables.format_summary``).
-SUMMARY_TABLE = (
-    "answerable", "evidence_recall", "context_hit_rate", "accuracy", "abstention_accuracy",
-    "stale_rate", "mean_prompt_tokens", "memory_tokens", "total_tokens", "est_cost_usd", "seconds",
-)  # fmt: skip
-
-
-def _summary_cell(r: dict[str, Any], name: str, local: bool) -> str:
-    m = metric(name)
-    if name == "accuracy":
-        return (
-            f"{percent(r['accuracy'])} [{percent(r['accuracy_low'])}–{percent(r['accuracy_high'])}]"
-        )
-    if m.unit == "share":
-        return percent(r[name])
-    if name == "est_cost_usd":  # under "est. cost $", as the terminal writes it
-        return cost_text(r[name], local=local).removeprefix("$")
-    if name == "seconds":
-        return f"{r[name]:.1f}"
-    if name == "mean_prompt_tokens":
-        return EMPTY if is_missing(r[name]) else f"{r[name]:.0f}"
-    return f"{r[name]:,}"
-
-
 def _summary_section(summary: pd.DataFrame, notes: list[str], local: bool = False) -> str:
-    """The summary table, its columns as the terminal's, labelled as declared; ``local``: every
-    token priced as a local model's (cost ``local``, as the terminal writes it)."""
+    """The summary table: the declared figures (``tables.summary_metrics``, the terminal's
+    columns), each headed by its label and hinting on hover what it is over and which way is
+    better, written as the terminal writes them (``tables.metric_text``); ``local``: every token
+    priced as a local model's (cost ``local``)."""
+    metrics = summary_metrics(summary)
     rows = [
-        [escape(r["memory"]), *(_summary_cell(r, name, local) for name in SUMMARY_TABLE)]
+        [escape(r["memory"]), *(escape(metric_text(m, r, local=local)) for m in metrics)]
         for r in summary.to_dict("records")
     ]
-    header = ["memory"] + [
-        metric(name).label + (" (95% CI)" if name == "accuracy" else "") for name in SUMMARY_TABLE
-    ]
+    html = table(["memory", *(m.heading for m in metrics)], rows, 'class="num" id=summary-table')
+    for m in metrics:  # each heading's hover: what it is over, which way is better
+        heading = f">{escape(m.heading)}</th>"
+        html = html.replace(heading, f' title="{escape(m.hint)}"{heading}', 1)
     return (
         '<h2 id="summary">Summary</h2>'
-        + _table(header, rows, 'class="num" id=summary-table')
+        + html
         + "".join(f"<p class=note>{escape(note)}</p>" for note in notes)
     )
 
@@ -158,14 +127,20 @@ def _judge_cell(r: dict[str, Any]) -> str:
     return percent(mean) + spread
 
 
-METRICS_NOTE = (
-    "The field's metrics, each by its source's definition: J is the judge's accuracy (mean ± "
-    "sample sd over --judge-runs); F1 LoCoMo is LoCoMo's own (task_eval/evaluation.py: Porter "
-    "stems, multiset overlap, its per-category rules); F1 mem0, BLEU-1 and EM are mem0's "
-    "(evaluation/metrics/utils.py: token sets; NLTK BLEU-1 with smoothing 1). Search is the "
-    "memory read for a probe's prompt, total adds the answering call; p50/p95 by linear "
-    "interpolation (numpy's default). Tokens held: what the memory holds at the dialogue's end."
-)
+def metrics_note() -> str:
+    """What the field metrics section says of its figures: each by its source's definition
+    (a benchmark's own score as its declaration's ``source`` says)."""
+    own = "".join(
+        f"{m.label} is {m.source}; " for m in benchmark_metrics() if m.source and m.unit == "score"
+    )
+    return (
+        "The field's metrics, each by its source's definition: J is the judge's accuracy (mean ± "
+        f"sample sd over --judge-runs); {own}F1 mem0, BLEU-1 and EM are mem0's "
+        "(evaluation/metrics/utils.py: token sets; NLTK BLEU-1 with smoothing 1). Search is the "
+        "memory read for a probe's prompt, total adds the answering call; p50/p95 by linear "
+        "interpolation (numpy's default). Tokens held: what the memory holds at the dialogue's "
+        "end."
+    )
 
 
 OFFLINE_JUDGE_NOTE = (
@@ -231,119 +206,10 @@ def _metrics_section(summary: pd.DataFrame, by_category: pd.DataFrame, note: str
     return (
         '<h2 id="metrics">Field metrics</h2>'
         + (f"<p class=explain>{escape(note)}</p>" if note else "")
-        + _table(header, rows, 'class="num" id=metrics')
-        + f"<p class=note>{escape(METRICS_NOTE)}</p>"
+        + table(header, rows, 'class="num" id=metrics')
+        + f"<p class=note>{escape(metrics_note())}</p>"
         + "<h3>By category</h3>"
-        + _table(cat_header, cat_rows, 'class="num" id=metrics-by-category')
-    )
-
-
-def _published_section(probes: pd.DataFrame) -> str:
-    """Other systems' published LoCoMo figures, for runs over LoCoMo only, labelled as such."""
-    if not is_locomo_run(probes):
-        return ""
-    data = published_locomo()
-    rows = [
-        [
-            escape(r["system"]),
-            percent(r["j"]),
-            "—" if r.get("p95_seconds") is None else f"{r['p95_seconds']:g}",
-            "—" if r.get("tokens_per_query") is None else f"{r['tokens_per_query']:,}",
-            escape(r["source"]),  # as text: the report makes no link out
-            escape(r["source_note"]),
-        ]
-        for r in data["rows"]
-    ]
-    header = ["system", "J", "p95 latency s", "tokens/query", "source", "as published"]
-    note = f"{data['about']} Their model: {data['model']} ({data['model_source']})."
-    return (
-        '<h2 id="published">Published figures on LoCoMo (other models, prompts and judges)</h2>'
-        + f"<p class=note>{escape(note)}</p>"
-        + _table(header, rows, "id=published")
-    )
-
-
-def beam_scores(runs: list[Results], names: list[str]) -> list[dict[str, Any]] | None:
-    """The question rows of each run's ``beam_scores.csv`` (``memory-lab beam-scores``), each
-    memory labelled ``run/memory`` when several runs are compared (as ``compare.combine``
-    labels them); None when no run has one."""
-    from memory_lab.results.beam_scores import read_scores
-
-    rows, found = [], False
-    for run, name in zip(runs, names, strict=True):
-        mine = read_scores(run.path)
-        found = found or mine is not None
-        for r in mine or []:
-            rows.append({**r, "memory": f"{name}/{r['memory']}" if len(runs) > 1 else r["memory"]})
-    return rows if found else None
-
-
-def _judge_label(judges: list[str]) -> str:
-    """How a BEAM table's scores were graded, for its headings: ``offline`` or the judge."""
-    return " + ".join(judges) if judges else "offline"
-
-
-def _beam_section(probes: pd.DataFrame, scored: list[dict[str, Any]] | None = None) -> str:
-    """Runs over BEAM: BEAM's scores by memory, scale and ability, the run's evidence recall
-    beside them, and the published figures at the run's scales, labelled as such. The scores are
-    those ``memory-lab beam-scores`` wrote (``scored``, from ``beam_scores.csv``: a judge model's
-    or offline), else the offline judge's, computed here (value nuggets only, labelled
-    offline)."""
-    from memory_lab.results.beam_scores import (
-        OFFLINE_LABEL,
-        PROTOCOLS,
-        OfflineBeamGrader,
-        published_rows,
-        score_probes,
-        table_rows,
-    )
-
-    if scored:
-        rows = scored
-    elif probes.empty or "probe_metadata" not in probes:
-        return ""
-    else:
-        rows = score_probes(probes, OfflineBeamGrader(), PROTOCOLS)
-    if not rows:
-        return ""
-    judges = sorted({str(r.get("judge") or "unknown") for r in rows})
-    models = [j for j in judges if j != "offline"]
-    protocols = list(dict.fromkeys(r["protocol"] for r in rows))
-    body = [
-        [
-            escape(t["memory"]),
-            escape(t["scale"]),
-            escape(t["ability"]),
-            *(percent(v) for v in t["scores"].values()),
-            f"{t['graded']}/{t['items']}",
-            percent(t["recall"]),
-            f"{t['with_evidence']}/{t['probes']}",
-        ]
-        for t in table_rows(rows)
-    ]
-    label = _judge_label(judges)
-    header = ["memory", "scale", "ability", *(f"BEAM {p} ({label})" for p in protocols)]
-    header += ["rubric items graded", "evidence recall", "probes with evidence"]
-    published = [
-        [escape(r["scale"]), escape(r["system"]), f"{r['score']:.1f}%", escape(r["source"])]
-        for r in published_rows(sorted({r["scale"] for r in rows}))
-    ]
-    source = "from beam_scores.csv (memory-lab beam-scores)" if scored else "computed offline"
-    if models == judges:
-        about = f"Graded by the judge model {', '.join(models)} with BEAM's rubric prompt, {source}"
-        about += "."
-    else:
-        about = (
-            f"{OFFLINE_LABEL}, {source}: a partial, offline measure; evidence recall is the "
-            "offline headline. memory-lab beam-scores --judge MODEL gives BEAM's judged scores."
-        )
-    return (
-        '<h2 id="beam">BEAM by ability</h2>'
-        + f"<p class=note>{escape(about)}</p>"
-        + _table(header, body, 'class="num" id=beam-table')
-        + "<h3>Published BEAM figures (vendors' own numbers, other models, judges and "
-        "protocols; not comparable digit for digit)</h3>"
-        + _table(["scale", "system", "score", "source"], published, "id=published-beam")
+        + table(cat_header, cat_rows, 'class="num" id=metrics-by-category')
     )
 
 
@@ -362,7 +228,7 @@ def _failures_section(results: Results) -> str:
         '<h2 id="failed">Failed cells</h2>'
         + f"<p class=note>{count} of {cells}: the records they wrote before failing are "
         "in the figures, the probes they did not reach are not.</p>"
-        + _table(["memory", "dialogue", "error"], rows)
+        + table(["memory", "dialogue", "error"], rows)
     )
 
 
@@ -417,7 +283,7 @@ def _pairs_section(pairs: pd.DataFrame) -> str:
         "test on the discordant probes (only A right vs only B right, p = ½). <b>95% CI</b> of the "
         "accuracy difference: Newcombe's hybrid score interval for paired proportions (1998, "
         "method 10, from Wilson intervals with the pairs' correlation). <b>Holm-adjusted p</b> "
-        "corrects for testing every pair.</p>" + _table(header, rows, 'class="num"')
+        "corrects for testing every pair.</p>" + table(header, rows, 'class="num"')
     )
 
 
@@ -572,17 +438,18 @@ JS = """
 """
 
 
-TOC = [
-    ("headline", "The answer"),
-    ("summary", "Summary"),
-    ("charts", "Charts"),
-    ("pairs", "Paired comparison"),
-    ("metrics", "Field metrics"),
-    ("published", "Published figures"),
-    ("beam", "BEAM by ability"),
-    ("failed", "Failed cells"),
-    ("probes-section", "Probes"),
-]
+def toc() -> list[tuple[str, str]]:
+    """The contents list: the report's own sections, the benchmarks' (their declarations'
+    ``sections``) after the field metrics."""
+    own = [
+        ("headline", "The answer"),
+        ("summary", "Summary"),
+        ("charts", "Charts"),
+        ("pairs", "Paired comparison"),
+        ("metrics", "Field metrics"),
+    ]
+    declared = [(s.id, s.title) for b in benchmarks().values() for s in b.sections]
+    return own + declared + [("failed", "Failed cells"), ("probes-section", "Probes")]
 
 
 def _headline_section(lines: list[str], notes: list[str]) -> str:
@@ -597,7 +464,7 @@ def _headline_section(lines: list[str], notes: list[str]) -> str:
 def _toc(sections: list[str], runs: list[str]) -> str:
     """Links to the sections present (by their ids) and to each run's parameters."""
     body = "\n".join(sections)
-    links = [(i, t) for i, t in TOC if f'id="{i}"' in body]
+    links = [(i, t) for i, t in toc() if f'id="{i}"' in body]
     links += [(f"run-{n}", f"Run parameters — {n}" if n else "Run parameters") for n in runs]
     items = "".join(f'<li><a href="#{escape(i, True)}">{escape(t)}</a></li>' for i, t in links)
     return f'<nav id="toc"><b>Contents</b><ol>{items}</ol></nav>'
@@ -607,7 +474,7 @@ def _differences_section(diffs: list[tuple[str, dict[str, str]]], names: list[st
     if not diffs:
         return ""
     rows = [[escape(label)] + [escape(values[n]) for n in names] for label, values in diffs]
-    return "<h3>Settings that differ between the runs</h3>" + _table(
+    return "<h3>Settings that differ between the runs</h3>" + table(
         ["setting", *names], rows, "id=differences"
     )
 
@@ -635,9 +502,9 @@ def _notes(
 
 
 def judge_notes(runs: list[Results], names: list[str]) -> list[str]:
-    """What the judges that scored each run after it finished (``beam-scores``,
-    ``judge-cognitive``) spent, from their accounts in the run's folder: beside the memories'
-    own tokens, the money a real judge costs."""
+    """What the judges that scored each run after it finished (``memory-lab score``) spent, from
+    their accounts in the run's folder: beside the memories' own tokens, the money a real judge
+    costs."""
     lines = []
     for run, name in zip(runs, names, strict=True):
         for cost in judge_costs(run.path):
@@ -669,17 +536,16 @@ def comparison(runs: list[Results], names: list[str]) -> dict[str, Any]:
     judges = [r.spec.judge_model for r in runs if r.spec is not None]
     if any(j is not None and j.offline for j in judges):
         stand_in.append(OFFLINE_JUDGE_NOTE)
-    beam = beam_scores(runs, names)
-    from memory_lab.results.beam_scores import overall_scores
-
+    context = ViewContext(runs, names, results, summary, facts)
+    declared = [b.headline(context) for b in benchmarks().values() if b.headline is not None]
     return {
         "results": results,
         "summary": summary,
         "pairs": pairs,
         "notes": notes,
         "stand_in": stand_in,
-        "headline": headline(summary, pairs, facts, overall_scores(beam) if beam else None),
-        "beam_scores": beam,
+        "headline": headline(summary, pairs, facts, [line for line in declared if line]),
+        "context": context,
         "ranked_by": ranking_metric(runs, summary),
         "style_note": style_note(runs, names),
         "differences": differences(runs, names),
@@ -696,6 +562,13 @@ DEFINITIONS = (
 )
 
 
+def benchmark_sections(context: ViewContext) -> list[str]:
+    """The sections the benchmarks declare (``Benchmark.sections``), those with something to
+    show for these runs."""
+    out = [s.render(context) for b in benchmarks().values() for s in b.sections]
+    return [html for html in out if html]
+
+
 def _render(title: str, runs: list[Results], names: list[str]) -> str:
     parts = comparison(runs, names)
     results, summary = parts["results"], parts["summary"]
@@ -706,8 +579,7 @@ def _render(title: str, runs: list[Results], names: list[str]) -> str:
         _charts_section(results),
         _pairs_section(parts["pairs"]),
         _metrics_section(summary, summarize_by_category(results), parts["style_note"]),
-        _published_section(results.probes),
-        _beam_section(results.probes, parts["beam_scores"]),
+        *benchmark_sections(parts["context"]),
         _failures_section(results),
         _probes_section(results.probes, results.memory_order()),
     ]

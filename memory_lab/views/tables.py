@@ -16,8 +16,8 @@ from memory_lab.log.run_spec import JudgePrompt, RunSpec
 from memory_lab.models.accounting import LOCAL_PRICE_MODEL
 from memory_lab.results.role_costs import RoleCost
 from memory_lab.results.summary import FIELD_SCORES, LATENCY_COLUMNS
-from memory_lab.scoring.metrics import METRICS
-from memory_lab.views.numbers import is_missing, percent
+from memory_lab.scoring.metrics import Metric, all_metrics
+from memory_lab.views.numbers import EMPTY, is_missing, percent
 
 Run = RunSpec | dict[str, Any] | None  # a run's spec, or run.json as read (notebooks)
 
@@ -59,33 +59,70 @@ def format_category_table(table: pd.DataFrame) -> str:
     return "\n\n".join(blocks)
 
 
+def summary_metrics(summary: pd.DataFrame) -> list[Metric]:
+    """The summary table's columns: the declared figures shown there (``Metric.table``), in
+    their declared order, those the summary has."""
+    return [m for m in all_metrics() if m.table and m.name in summary]
+
+
+def metric_text(
+    m: Metric, r: dict[str, Any], *, local: bool = False, missing: str = EMPTY, dash: str = "–"
+) -> str:
+    """A summary row's figure as the tables write it, by its declared unit: a share as a
+    percent, a score with three decimals, counts and tokens whole with thousands separators,
+    seconds with one decimal, a cost as ``cost_text`` writes it (without its ``$``: the label
+    has it; ``local`` for a local model's); then its interval (``[low{dash}high]``) or its
+    spread (``± sd``) where declared. ``missing`` where the figure is not defined."""
+    x = r.get(m.name)
+    if m.unit == "usd":
+        return cost_text(x, local=local).removeprefix("$")
+    if is_missing(x):
+        return missing
+
+    def text(x: Any) -> str:
+        return _UNIT_TEXT.get(m.unit, str)(x)
+
+    bounds = [r.get(c) for c in m.interval or ()]
+    if bounds and not any(map(is_missing, bounds)):  # an interval: [low-high]
+        return f"{text(x)} [{text(bounds[0])}{dash}{text(bounds[1])}]"
+    if m.spread and not is_missing(r.get(m.spread)):
+        return f"{text(x)} ± {text(r[m.spread])}"
+    return text(x)
+
+
+_UNIT_TEXT = {
+    "share": percent,
+    "score": lambda x: f"{x:.3f}",
+    "count": lambda x: f"{x:,.0f}",
+    "tokens": lambda x: f"{x:,.0f}",
+    "seconds": lambda x: f"{x:.1f}",
+}
+# The terminal's narrowest column per unit (with an interval: "100.0% [100.0%-100.0%]"), so a
+# column keeps its place from run to run.
+_NARROWEST = {"share": 6, "seconds": 6}
+
+
+def _width(m: Metric) -> int:
+    narrowest = _NARROWEST.get(m.unit, 0)
+    return 3 * narrowest + 4 if m.interval else narrowest
+
+
 def format_summary(summary: pd.DataFrame, run: Run = None) -> str:
-    """The summary as a fixed-width table for the terminal: retrieval first, then recall."""
+    """The summary as a fixed-width table for the terminal, its columns the declared figures
+    (``summary_metrics``): retrieval first, then recall, tokens, cost and seconds."""
     width = max([28, *(len(str(m)) for m in summary.get("memory", []))])
-    label = {m.name: m.label for m in METRICS}  # the declared headings
-    header = (
-        f"{'memory':<{width}} {'answerable':>10} {label['evidence_recall']:>11} "
-        f"{label['context_hit_rate']:>10} {label['accuracy'] + ' (95% CI)':>22} "
-        f"{label['abstention_accuracy']:>7} {label['stale_rate']:>6} "
-        f"{label['mean_prompt_tokens']:>11} {label['memory_tokens']:>10} "
-        f"{label['total_tokens']:>12} {label['est_cost_usd']:>11} {label['seconds']:>6}"
-    )
-    lines = [header, "-" * len(header)]
-
-    def pct(x: float) -> str:  # the columns are right-aligned: a missing one sits centred
-        return percent(x, missing="   -  ")
-
     local = priced_local(run)
-    for r in summary.to_dict("records"):
-        low, high = pct(r["accuracy_low"]).strip(), pct(r["accuracy_high"]).strip()
-        cost = cost_text(r["est_cost_usd"], local=local).removeprefix("$")
-        ci = f"{pct(r['accuracy'])} [{low}-{high}]"
-        lines.append(
-            f"{r['memory']:<{width}} {r['answerable']:>10} {pct(r['evidence_recall']):>11} "
-            f"{pct(r['context_hit_rate']):>10} {ci:>22} {pct(r['abstention_accuracy']):>7} "
-            f"{pct(r['stale_rate']):>6} {r['mean_prompt_tokens']:>11.0f} {r['memory_tokens']:>10,} "
-            f"{r['total_tokens']:>12,} {cost:>11} {r['seconds']:>6.1f}"
-        )
+    records = summary.to_dict("records")
+    columns = []  # (heading, its cells, width)
+    for m in summary_metrics(summary):
+        # right-aligned: a missing share sits under the point of the others
+        missing = "   -  " if m.unit == "share" else "-"
+        cells = [metric_text(m, r, local=local, missing=missing, dash="-") for r in records]
+        columns.append((m.heading, cells, max([len(m.heading), _width(m), *map(len, cells)])))
+    header = f"{'memory':<{width}}" + "".join(f" {h:>{w}}" for h, _, w in columns)
+    lines = [header, "-" * len(header)]
+    for i, r in enumerate(records):
+        lines.append(f"{r['memory']:<{width}}" + "".join(f" {c[i]:>{w}}" for _, c, w in columns))
     lines += format_latency(summary, width)
     spec = _spec(run)
     notes = summary_notes(spec, summary)
@@ -138,9 +175,11 @@ def summary_notes(run: Run, summary: pd.DataFrame | None = None) -> dict[str, st
     spec = _spec(run)
     notes = {}
     if _offline_reader(spec):
+        label = {m.name: m.label for m in all_metrics()}
         notes["reader"] = (
-            "recall and abstain are the offline reader's (an extractive instrument, not a chat "
-            "model); evid-recall and ans-in-ctx do not depend on it."
+            f"{label['accuracy']} and {label['abstention_accuracy']} are the offline reader's (an "
+            "extractive instrument, not a chat model); "
+            f"{label['evidence_recall']} and {label['context_hit_rate']} do not depend on it."
         )
     if spec is not None and spec.pricing.llm_model:
         notes["price"] = (

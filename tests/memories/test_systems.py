@@ -78,9 +78,7 @@ def absent_system():
         requires=("absent_memory_package",),
         extra="absent",
     )
-    register_memory("absent", "a system this machine lacks", system=system)(
-        lambda res: None
-    )
+    register_memory("absent", "a system this machine lacks", system=system)(lambda res: None)
     yield system
     unregister_memory("absent")
 

@@ -8,8 +8,9 @@ import socket
 
 import pytest
 
+from memory_lab.benchmarks.beam.grading import LLMBeamGrader
+from memory_lab.benchmarks.beam.judge import BeamPromptError, load_beam_prompts
 from memory_lab.errors import BadInput, ProviderFailure
-from memory_lab.results.beam_scores import BeamPromptError, LLMBeamGrader, load_beam_prompts
 
 from .test_beam_scores import JUDGE, METRICS, beam_copy_files
 

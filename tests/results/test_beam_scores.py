@@ -9,21 +9,22 @@ import random
 import pytest
 from scipy.stats import kendalltau
 
-from memory_lab.results.beam_scores import (
-    BeamPromptError,
+from memory_lab.benchmarks.beam.grading import (
     LLMBeamGrader,
     OfflineBeamGrader,
-    ability_means,
     event_ordering_score,
-    item_score,
-    judge_prompt,
     kendall_tau_b,
-    load_beam_prompts,
-    parse_judge_output,
-    published_lines,
     score_question,
     value_of,
 )
+from memory_lab.benchmarks.beam.judge import (
+    BeamPromptError,
+    item_score,
+    judge_prompt,
+    load_beam_prompts,
+    parse_judge_output,
+)
+from memory_lab.benchmarks.beam.scores import ability_means, published_lines
 
 from ..models.openai_mock import OpenAIMock
 
@@ -319,7 +320,7 @@ def test_beam_scores_command_scores_a_run_offline_and_with_a_judge(tmp_path, cap
     table = summarize_by_category(read_results(out))
     assert "beam_ability=event_ordering" in set(table["source_category"])  # apart from temporal
     capsys.readouterr()
-    assert main(["beam-scores", str(out)]) == 0
+    assert main(["score", "beam", str(out)]) == 0
     text = capsys.readouterr().out
     assert "OFFLINE: only value nuggets graded" in text and "buffer @ 100K" in text
     assert "summarization" in text and "—" in text  # ungraded, not zero
@@ -336,17 +337,20 @@ def test_beam_scores_command_scores_a_run_offline_and_with_a_judge(tmp_path, cap
     rows = list(csv.DictReader(open(out / "beam_scores.csv")))
     assert len(rows) == 2 * 10 * 2 and {r["protocol"] for r in rows} == {"reference", "corrected"}
     # a model judge needs the user's BEAM copy: one line
-    assert main(["beam-scores", str(out), "--judge", "openai:gpt-4o-mini"]) == 2
-    assert "--beam-copy DIR" in capsys.readouterr().err
+    assert main(["score", "beam", str(out), "--judge", "openai:gpt-4o-mini"]) == 2
+    assert "--prompts DIR" in capsys.readouterr().err
+    # the old command, kept one release, says what it is an alias of and scores the same
+    assert main(["beam-scores", str(out), "--beam-protocol", "reference"]) == 0
+    said = capsys.readouterr()
+    assert "beam-scores is an alias of memory-lab score beam" in said.err
+    assert "BEAM scores (offline judge; reference protocol" in said.out
     with OpenAIMock() as mock:
         mock.reply = lambda body: (
             "YES" if body["messages"][0]["role"] == "system" else '{"score": 0.5}'
         )
-        args = ["beam-scores", str(out), "--judge", "openai:j", "--base-url", mock.base_url]
+        args = ["score", "beam", str(out), "--judge", "openai:j", "--base-url", mock.base_url]
         monkeypatch.setenv("OPENAI_API_KEY", "test")
-        assert (
-            main([*args, "--beam-copy", str(beam_copy_root), "--beam-protocol", "reference"]) == 0
-        )
+        assert main([*args, "--prompts", str(beam_copy_root), "--protocol", "reference"]) == 0
     text = capsys.readouterr().out
     assert "openai:j judge; reference protocol" in text
     rows = list(csv.DictReader(open(out / "beam_scores.csv")))
@@ -359,10 +363,10 @@ def test_beam_scores_command_scores_a_run_offline_and_with_a_judge(tmp_path, cap
 
 
 def test_published_figures_are_shown_per_scale_with_their_source_and_label():
-    from memory_lab.dialogue.importers.beam import SCALES
-    from memory_lab.results.published import published_beam
+    from memory_lab.benchmarks.beam import BENCHMARK
+    from memory_lab.benchmarks.beam.importer import SCALES
 
-    rows = published_beam()["rows"]
+    rows = BENCHMARK.published_figures()["rows"]
     assert rows and all(r["scale"] in SCALES and r["source"].startswith("https://") for r in rows)
     lines = "\n".join(published_lines(["100K", "10M"]))
     assert "vendors' own numbers" in lines and "not comparable digit for digit" in lines
@@ -394,7 +398,7 @@ def test_a_second_beam_scores_sends_no_request_and_names_its_judge(tmp_path, cap
     out, copy = _judged_beam_run(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     monkeypatch.setenv("MEMORY_LAB_MAX_RETRIES", "0")
-    args = ["beam-scores", str(out), "--judge", "openai:gpt-4o-mini", "--beam-copy", str(copy)]
+    args = ["score", "beam", str(out), "--judge", "openai:gpt-4o-mini", "--prompts", str(copy)]
     sent, accounts, rows = [], [], []
     with OpenAIMock() as mock:
         mock.reply = lambda body: (
@@ -436,14 +440,14 @@ def test_a_second_beam_scores_sends_no_request_and_names_its_judge(tmp_path, cap
     )
     assert cost.est_cost_usd == pytest.approx(first["est_cost_usd"])
     # an offline scoring leaves no model judge's bill behind
-    assert main(["beam-scores", str(out)]) == 0
+    assert main(["score", "beam", str(out)]) == 0
     assert not (out / "beam-scores.judge.json").exists() and judge_costs(out) == []
 
 
 def test_a_crafted_scores_file_is_refused_in_one_line(tmp_path):
     import os
 
-    from memory_lab.results.beam_scores import SCORES_FILE, read_scores
+    from memory_lab.benchmarks.beam.scores import SCORES_FILE, read_scores
     from memory_lab.results.read import ResultsError
 
     assert read_scores(tmp_path) is None  # not scored yet

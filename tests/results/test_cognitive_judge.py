@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-from memory_lab.results.cognitive_judge import (
+from memory_lab.benchmarks.locomo_plus.judge import (
     PROMPT_FILE,
     CognitiveJudgeError,
     judge_records,
@@ -109,7 +109,7 @@ def test_a_runs_cognitive_probes_are_judged_against_their_cue(tmp_path):
 
 def cognitive_run(tmp_path, limit):
     """A Locomo-Plus checkout, an offline run (``window``) over its first ``limit`` samples, and
-    ``judge-cognitive``'s arguments for it (``--out tmp_path/judged.json``; no judge yet)."""
+    ``score locomo-plus``'s arguments for it (``--out tmp_path/judged.json``; no judge yet)."""
     from memory_lab.cli import main
 
     root = checkout(tmp_path)
@@ -118,7 +118,7 @@ def cognitive_run(tmp_path, limit):
     args = ["run", "--dialogues", source, "--memory", "window", "--out", str(run), "--quiet"]
     assert main(args) == 0
     out = tmp_path / "judged.json"
-    return root, run, ["judge-cognitive", str(run), "--prompt-from", str(root), "--out", str(out)]
+    return root, run, ["score", "locomo-plus", str(run), "--prompts", str(root), "--out", str(out)]
 
 
 def test_judge_cognitive_scores_a_run_through_a_provider(tmp_path, capsys, monkeypatch):

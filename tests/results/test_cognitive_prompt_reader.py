@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from memory_lab.errors import BadInput, ProviderFailure
-from memory_lab.results.cognitive_judge import (
+from memory_lab.benchmarks.locomo_plus.judge import (
     PROMPT_FILE,
     CognitiveJudgeError,
     judge_cognitive,
     load_cognitive_prompt,
 )
+from memory_lab.errors import BadInput, ProviderFailure
 
 from ..dialogue.importers.test_locomo_plus import PROMPT_PY, checkout
 from .test_beam_prompt_reader import _closed_port
@@ -70,7 +70,7 @@ def test_a_huge_format_width_is_refused_before_anything_is_allocated(tmp_path):
     )
     script = (
         "import resource, sys\n"
-        "from memory_lab.results.cognitive_judge import load_cognitive_prompt\n"
+        "from memory_lab.benchmarks.locomo_plus.judge import load_cognitive_prompt\n"
         "used = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()\n"
         "resource.setrlimit(resource.RLIMIT_AS, (used + 2**30, resource.RLIM_INFINITY))\n"
         "try:\n"

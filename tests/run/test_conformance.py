@@ -232,9 +232,7 @@ def test_a_memory_that_loses_its_state_across_a_restart_fails_survives_restart(m
     def forgetful(res: MemoryResources, saver: str = "memory") -> Forgetful:
         return Forgetful(res)
 
-    register_memory("forgetful", "claims a server", persistent={"saver": ("postgres",)})(
-        forgetful
-    )
+    register_memory("forgetful", "claims a server", persistent={"saver": ("postgres",)})(forgetful)
     try:
         models = RunModels.create(resources={"postgres": "postgresql://127.0.0.1:9/unused"})
         report = check_memory("forgetful:saver=postgres", mini, models)

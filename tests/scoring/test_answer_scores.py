@@ -14,21 +14,29 @@ from pathlib import Path
 
 import pytest
 
+from memory_lab.benchmarks.locomo.f1 import locomo_f1
+from memory_lab.benchmarks.locomo.importer import CATEGORY_KEY
 from memory_lab.scoring.answers import (
-    AnswerScores,
     answer_scores,
     bleu1,
     exact_match,
-    locomo_f1,
     mem0_f1,
     word_tokenize,
     write_punkt_tab,
 )
 
 
+def of(reply, answers, category=None):
+    """Every answer score of a probe, of LoCoMo's ``category`` (None: not LoCoMo's)."""
+    return answer_scores(reply, answers, {} if category is None else {CATEGORY_KEY: category})
+
+
 def scores(reply, answers, category=None):
-    s = answer_scores(reply, answers, category)
-    return (s.f1_locomo, s.f1_mem0, s.bleu1, s.exact_match)
+    s = of(reply, answers, category)
+    return (s["f1_locomo"], s["f1_mem0"], s["bleu1"], s["exact_match"])
+
+
+NONE = {"f1_locomo": None, "f1_mem0": None, "bleu1": None, "exact_match": None}
 
 
 def close(got, want):
@@ -122,18 +130,18 @@ def test_category_3_keeps_the_gold_before_the_first_semicolon():
     # whole gold: 2 of 6 gold tokens -> 2*(1)(1/3)/(4/3) = 0.5
     assert locomo_f1(reply, gold, 2) == pytest.approx(0.5)
     # mem0 keeps "yes;" as a token: {likely} in common, P 1/2 R 1/6 -> 0.25
-    assert answer_scores(reply, [gold], 3).f1_mem0 == pytest.approx(0.25)
+    assert of(reply, [gold], 3)["f1_mem0"] == pytest.approx(0.25)
 
 
 def test_category_5_is_locomo_adversarial_rule_and_left_out_by_mem0():
-    said = answer_scores("That is Not mentioned in the conversation.", [], 5)
-    assert said == AnswerScores(f1_locomo=1.0)
-    assert answer_scores("No information available", [], "5").f1_locomo == 1.0
-    assert answer_scores("She went to Paris", [], 5) == AnswerScores(f1_locomo=0.0)
+    said = of("That is Not mentioned in the conversation.", [], 5)
+    assert said == {**NONE, "f1_locomo": 1.0}
+    assert of("No information available", [], "5")["f1_locomo"] == 1.0
+    assert of("She went to Paris", [], 5) == {**NONE, "f1_locomo": 0.0}
 
 
 def test_abstention_probes_of_our_suites_have_no_scores():
-    assert answer_scores("I don't know", [], None) == AnswerScores()
+    assert of("I don't know", [], None) == NONE
 
 
 def test_several_accepted_answers_keep_the_best_of_each_score():

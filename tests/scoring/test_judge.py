@@ -31,7 +31,6 @@ from memory_lab.scoring.judge import (
     JudgePromptError,
     OfflineJudge,
     Verdict,
-    build_panel,
     judge_prompt,
     judge_reply,
     judge_templates,
@@ -40,6 +39,7 @@ from memory_lab.scoring.judge import (
     record_fields,
     resolve_judge,
 )
+from memory_lab.scoring.judge_panel import build_panel
 from memory_lab.text.normalize import find_any
 
 from ..conftest import FIXTURES

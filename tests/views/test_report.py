@@ -257,7 +257,7 @@ def test_report_shows_the_field_metrics_per_memory_and_category(report, small_ru
 
 
 def test_a_locomo_runs_report_shows_published_figures_labelled_as_such(tmp_path):
-    from memory_lab.results.published import published_locomo
+    from memory_lab.benchmarks.locomo import BENCHMARK
 
     out = tmp_path / "locomo"
     source = f"locomo:{FIXTURES / 'locomo' / 'locomo_mini.json'}"
@@ -267,7 +267,7 @@ def test_a_locomo_runs_report_shows_published_figures_labelled_as_such(tmp_path)
     section = html.split(">Published figures on LoCoMo (other models, prompts and judges)</h2>")
     assert len(section) == 2
     published = section[1].split("<h2")[0]
-    data = published_locomo()
+    data = BENCHMARK.published_figures()
     assert published.count("<tr>") == len(data["rows"]) + 1
     for row in data["rows"]:
         assert f"<td>{row['system']}</td>" in published and row["source"] in published
@@ -344,14 +344,14 @@ def test_the_answer_names_beams_score_once_beam_scores_graded_the_run(tmp_path, 
     import csv
 
     from memory_lab import read_results
-    from memory_lab.results.beam_scores import ability_means, table_rows
+    from memory_lab.benchmarks.beam.scores import ability_means, table_rows
     from memory_lab.views.numbers import percent
     from memory_lab.views.report import render_report
 
     out = _beam_run(tmp_path)
     before = _answer(render_report(read_results(out)))
     assert "BEAM score" not in before and "Evidence recall" in before  # not scored yet
-    assert main(["beam-scores", str(out)]) == 0
+    assert main(["score", "beam", str(out)]) == 0
     capsys.readouterr()
     html = render_report(read_results(out))
     answer = _answer(html)
@@ -399,8 +399,8 @@ def test_the_answer_names_the_judge_model_that_graded_beams_score(tmp_path, caps
         mock.reply = lambda body: (
             "YES" if body["messages"][0]["role"] == "system" else '{"score": 1}'
         )
-        args = ["beam-scores", str(out), "--judge", "openai:gpt-4.1-mini", "--beam-copy", str(copy)]
-        assert main([*args, "--base-url", mock.base_url, "--beam-protocol", "corrected"]) == 0
+        args = ["score", "beam", str(out), "--judge", "openai:gpt-4.1-mini", "--prompts", str(copy)]
+        assert main([*args, "--base-url", mock.base_url, "--protocol", "corrected"]) == 0
     capsys.readouterr()
     html = render_report(read_results(out))
     beam = re.findall(r"<li>(.*?)</li>", _answer(html))[1]

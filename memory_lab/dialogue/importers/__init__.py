@@ -1,9 +1,10 @@
 """Foreign datasets -> dialogue documents of format v1 (docs/dialogues.md, docs/importers.md).
 
-An importer is one function ``(path, budget=..., **options) -> ImportResult`` (``budget``: the
-``ReadBudget`` its reads draw on): plain dialogue dicts (the same shape as our YAML, so
-``memory-lab import`` can write them out) and a report that counts what was imported and lists
-every skipped item with its reason. Nothing is dropped silently.
+Each benchmark's importer lives in its package (``memory_lab/benchmarks/<name>/``), found by its
+declaration (``memory_lab.benchmarks.benchmarks``). An importer is one function ``(path, budget=...,
+**options) -> ImportResult`` (``budget``: the ``ReadBudget`` its reads draw on): plain dialogue
+dicts (the same shape as our YAML, so ``memory-lab import`` can write them out) and a report that
+counts what was imported and lists every skipped item with its reason. Nothing is dropped silently.
 The parts every importer uses (the report, the checks naming record and field) are in
 ``memory_lab.dialogue.importers.common``.
 Sources are written ``FORMAT:PATH`` with options after ``#``: ``locomo:data/locomo10.json``,
@@ -19,14 +20,11 @@ dialogue, within the nesting and value-count limits of ``memory_lab.text.limits`
 from __future__ import annotations
 
 import inspect
-import pkgutil
 import re
-from functools import cache
-from importlib import import_module
 from pathlib import Path
 
+from memory_lab.benchmarks import benchmarks
 from memory_lab.dialogue.importers.common import (  # noqa: F401 - the importers' shared parts, re-exported
-    Benchmark,
     ImportReport,
     ImportResult,
     check_record,
@@ -37,24 +35,6 @@ from memory_lab.dialogue.importers.common import (  # noqa: F401 - the importers
 )
 from memory_lab.errors import BadInput
 from memory_lab.text.limits import MAX_FILE_BYTES, ReadBudget, regular_files_only
-
-
-def benchmarks() -> dict[str, Benchmark]:
-    """Every dataset an importer module of this package declares (``BENCHMARK``), by name:
-    adding a benchmark is one module here (and its docs page)."""
-    return dict(_declared())
-
-
-@cache
-def _declared() -> tuple[tuple[str, Benchmark], ...]:
-    found = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.name == "common":
-            continue
-        declared = getattr(import_module(f"{__name__}.{info.name}"), "BENCHMARK", None)
-        if isinstance(declared, Benchmark):
-            found[declared.name] = declared
-    return tuple(found.items())
 
 
 def formats() -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""What every importer uses: the import report and result, the benchmark's declaration, dialogue
+"""What every importer uses: the import report and result, dialogue
 ids, the probe-metadata keys two benchmarks share, and the checks and errors that name the file,
 the record and the field of a malformed dataset."""
 
@@ -53,34 +53,6 @@ class ImportResult:
 # ``probe_keys``); readers import these names rather than spell the keys again.
 MISSING_EVIDENCE_KEY = "missing_evidence"  # list: evidence ids as given that name no turn
 REFERENCE_ANSWER_KEY = "reference_answer"  # str: the dataset's reply, where no answer is matched
-
-
-@dataclass(frozen=True)
-class Benchmark:
-    """A foreign dataset, declared once: as ``BENCHMARK`` in its importer's module, which is all
-    ``memory_lab.dialogue.importers.benchmarks`` needs to find it (``FORMAT:PATH`` sources,
-    ``memory-lab import``, ``memory-lab list`` and the not-found hint read it from here).
-
-    ``categories``: the dataset's own categories and the memory-lab category each becomes
-    (``memory_lab.dialogue.model.CATEGORIES``); ``scorer``: the command that scores a run the
-    dataset's own way, if any; ``published``: the bundled file of other systems' published
-    figures (``memory_lab/data``), if any.
-
-    ``probe_keys``: every key its importer writes in a probe's metadata, declared as named
-    constants in its module, which readers import instead of repeating the strings (the keys on
-    disk in ``records.jsonl``'s ``probe_metadata``); ``category_key``: the one of them holding
-    the dataset's own category, which the table by category shows as ``source_category``."""
-
-    name: str  # the FORMAT of FORMAT:PATH
-    importer: Callable[..., ImportResult]
-    origin: str  # where a user gets it: none is shipped
-    licence: str
-    docs: str
-    categories: dict[str, str]
-    scorer: str | None = None
-    published: str | None = None
-    probe_keys: tuple[str, ...] = ()
-    category_key: str | None = None
 
 
 def slug(text: str) -> str:

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from memory_lab import load_dialogues
+from memory_lab.benchmarks.beam.importer import ABILITIES, CATEGORIES
 from memory_lab.cli import main
 from memory_lab.dialogue.importers import import_source
-from memory_lab.dialogue.importers.beam import ABILITIES, CATEGORIES
 from memory_lab.dialogue.model import DialogueError
 
 from .beam_fixture import batches, chats, conversation, questions, ten_m, write_json

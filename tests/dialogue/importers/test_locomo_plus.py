@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from memory_lab import load_dialogues
+from memory_lab.benchmarks.locomo_plus.importer import gap_days, locomo_date
 from memory_lab.dialogue.importers import import_source
-from memory_lab.dialogue.importers.locomo_plus import gap_days, locomo_date
 from memory_lab.dialogue.model import DialogueError, parse_documents
 
 HOSTS = ("conv-1", "conv-2", "conv-3")

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory_lab.dialogue.importers import benchmarks, import_source, locomo
+from memory_lab.benchmarks.locomo import importer as locomo
+from memory_lab.dialogue.importers import benchmarks, import_source
 from memory_lab.dialogue.importers.common import MISSING_EVIDENCE_KEY
 
 from ...conftest import FIXTURES
@@ -25,6 +26,7 @@ def _source(fmt: str, tmp_path):
     return {
         "locomo": FIXTURES / "locomo" / "locomo_mini.json",
         "longmemeval": FIXTURES / "longmemeval" / "longmemeval_mini.json",
+        "realmem": FIXTURES / "realmem",
     }[fmt]
 
 

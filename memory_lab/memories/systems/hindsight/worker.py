@@ -50,9 +50,7 @@ def _sibling(name: str, folder: Path = HERE) -> Any:
     path does not hold it, so it is loaded by its file): standard library only."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(
-        f"hindsight_worker_{name}", folder / f"{name}.py"
-    )
+    spec = importlib.util.spec_from_file_location(f"hindsight_worker_{name}", folder / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

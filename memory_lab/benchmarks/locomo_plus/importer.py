@@ -11,7 +11,7 @@ days); the cue becomes a session of its own at that date, placed among the host'
 date (a tie after the host's session). The cue turns are the probe's evidence, the trigger its
 question (category ``cognitive``, no answers); the gap shows in the session dates, and the
 probe's metadata keeps the gap, both dates, the host and the reference's evidence text (the cue
-with speaker names, what its judge is shown; ``memory_lab.results.cognitive_judge``).
+with speaker names, what its judge is shown; ``memory_lab.benchmarks.locomo_plus.judge``).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memory_lab.benchmarks.locomo.importer import conversation, read_samples, sample_sessions
 from memory_lab.dialogue.importers.common import (
-    Benchmark,
     ImportReport,
     ImportResult,
     check_record,
@@ -33,7 +33,6 @@ from memory_lab.dialogue.importers.common import (
     read_json,
     slug,
 )
-from memory_lab.dialogue.importers.locomo import conversation, read_samples, sample_sessions
 from memory_lab.text.limits import ReadBudget
 
 PLUS_FILE = "data/locomo_plus.json"  # in a Locomo-Plus checkout
@@ -340,17 +339,3 @@ def import_locomo_plus(
         if doc is not None:
             documents.append(doc)
     return ImportResult(documents, report)
-
-
-BENCHMARK = Benchmark(
-    name="locomo-plus",
-    importer=import_locomo_plus,
-    origin="LoCoMo-Plus is not shipped: data/locomo_plus.json (with locomo10.json) is in the "
-    "xjtuleeyf/Locomo-Plus repository on GitHub",
-    licence="the xjtuleeyf/Locomo-Plus repository carries no licence: not shipped",
-    docs="docs/locomo-plus.md",
-    categories={"cognitive": "cognitive"},
-    scorer="memory-lab judge-cognitive",
-    probe_keys=PROBE_KEYS,
-    category_key=RELATION_TYPE_KEY,
-)

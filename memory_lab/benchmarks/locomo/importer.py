@@ -19,7 +19,6 @@ from typing import Any
 
 from memory_lab.dialogue.importers.common import (
     MISSING_EVIDENCE_KEY,
-    Benchmark,
     ImportReport,
     ImportResult,
     check_record,
@@ -32,7 +31,7 @@ from memory_lab.text.limits import ZIP_ERRORS, InputError, ReadBudget
 from memory_lab.text.normalize import contains_answer
 
 # LoCoMo's adversarial questions: a trap about something never said, asked as abstention, and
-# scored and summarised apart (``is_adversarial``).
+# scored (``f1.py``: whether the reply declines) and summarised apart (``is_adversarial``).
 ADVERSARIAL_CATEGORY = 5
 # Category ids as in the LoCoMo paper; "swapped" is the reading some later papers use, where
 # the released ids 1 and 4 are exchanged.
@@ -369,17 +368,3 @@ def import_locomo(
         if doc is not None:
             documents.append(doc)
     return ImportResult(documents, report)
-
-
-BENCHMARK = Benchmark(
-    name="locomo",
-    importer=import_locomo,
-    origin="LoCoMo is not shipped: locomo10.json is in data/locomo10.zip of the "
-    "snap-research/locomo repository on GitHub",
-    licence="the snap-research/locomo repository states no licence for its data: not shipped",
-    docs="docs/importers.md",
-    categories={str(k): v for k, v in CATEGORY_MAPS["paper"].items()},
-    published="published_locomo.json",
-    probe_keys=PROBE_KEYS,
-    category_key=CATEGORY_KEY,
-)

@@ -13,7 +13,6 @@ from typing import Any
 
 from memory_lab.dialogue.importers.common import (
     REFERENCE_ANSWER_KEY,
-    Benchmark,
     ImportReport,
     ImportResult,
     check_record,
@@ -190,18 +189,3 @@ def import_longmemeval(path: Path, budget: ReadBudget | None = None) -> ImportRe
     report = ImportReport("longmemeval", str(path))
     documents = [d for i, item in enumerate(data) if (d := _convert(str(path), i, item, report))]
     return ImportResult(documents, report)
-
-
-BENCHMARK = Benchmark(
-    name="longmemeval",
-    importer=import_longmemeval,
-    origin="LongMemEval is not shipped: longmemeval_s_cleaned.json and the other files come "
-    "with the xiaowu0162/LongMemEval release on GitHub",
-    licence="the xiaowu0162/LongMemEval repository's code is MIT; its data comes with its "
-    "release: not shipped",
-    docs="docs/importers.md",
-    categories={**QUESTION_TYPES, "(question id ending _abs)": "abstention"},
-    scorer="memory-lab export longmemeval (hypotheses for LongMemEval's own judge)",
-    probe_keys=PROBE_KEYS,
-    category_key=QUESTION_TYPE_KEY,
-)

@@ -33,7 +33,6 @@ from typing import Any
 from memory_lab.dialogue.importers.common import (
     MISSING_EVIDENCE_KEY,
     REFERENCE_ANSWER_KEY,
-    Benchmark,
     ImportReport,
     ImportResult,
     check_record,
@@ -83,7 +82,8 @@ _TYPE_FIELDS = (
     "temporal_type",
 )
 # A rubric item whose nugget is a value the reply should state: graded offline by answer
-# matching (memory_lab.results.beam_scores), and a probe's accepted answer when it is its only item.
+# matching (memory_lab.benchmarks.beam.grading), and a probe's accepted answer when it is its
+# only item.
 VALUE_NUGGET = re.compile(r"^\s*LLM response should state:\s*(.+?)\s*$", re.IGNORECASE | re.DOTALL)
 QUESTIONS_FILE = Path("probing_questions") / "probing_questions.json"
 # A probe's metadata (``BENCHMARK.probe_keys``): readers import these names rather than spell the
@@ -554,18 +554,3 @@ def import_beam(
         for s, folder in _conversations(path, scales, numbers)
     ]
     return ImportResult(documents, report)
-
-
-BENCHMARK = Benchmark(
-    name="beam",
-    importer=import_beam,
-    origin="BEAM is not shipped: its chats/ folder is in the mohammadtavakoli78/BEAM repository "
-    "on GitHub",
-    licence="the mohammadtavakoli78/BEAM repository carries no licence: not shipped",
-    docs="docs/beam.md",
-    categories=dict(CATEGORIES),
-    scorer="memory-lab beam-scores",
-    published="published_beam.json",
-    probe_keys=PROBE_KEYS,
-    category_key=ABILITY_KEY,
-)

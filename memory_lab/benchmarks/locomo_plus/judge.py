@@ -19,7 +19,7 @@ prompt, filled per reply (``fill``) and read by ``parse_judge_response`` (``read
 goes through the run's call cache (``results.judge_costs.RunJudging``), so judging the same run
 again sends no request; the verdicts file names the judge model and the prompt's SHA-256 and
 records the judge's calls, tokens and estimated cost, and the same account is written into the
-results folder (``judge-cognitive.judge.json``).
+results folder (``judge-cognitive.judge.json``). ``score`` is ``memory-lab score locomo-plus``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from typing import Any, ClassVar
 
 from langchain_core.language_models import BaseChatModel
 
-from memory_lab.dialogue.importers.locomo_plus import JUDGE_EVIDENCE_KEY
+from memory_lab.benchmarks.declaration import ScoreOutcome, ScoreRequest
+from memory_lab.benchmarks.locomo_plus.importer import JUDGE_EVIDENCE_KEY
 from memory_lab.errors import BadInput
 from memory_lab.scoring.judge import (
     assigned_value,
@@ -316,3 +317,33 @@ def judge_results(
     }
     Path(out).write_text(json.dumps(document, ensure_ascii=False, indent=2) + "\n", "utf-8")
     return summaries
+
+
+VERDICTS_FILE = "locomo_plus_verdicts.json"  # in the run's folder when no --out is named
+
+
+def score(request: ScoreRequest) -> ScoreOutcome:
+    """``memory-lab score locomo-plus RUN``: every cognitive probe's reply graded by the judge
+    model with the Cognitive prompt of the user's Locomo-Plus checkout (``request.prompts``),
+    each verdict into ``request.out`` (default: ``locomo_plus_verdicts.json`` in the run)."""
+    from memory_lab.results.judge_costs import RunJudging
+
+    if request.prompts is None:
+        raise CognitiveJudgeError(
+            "--prompts CHECKOUT: the Locomo-Plus checkout (or its prompt.py) whose Cognitive "
+            "prompt is used (not bundled: its repository has no licence)"
+        )
+    prompt = load_cognitive_prompt(request.prompts)
+    require_model(request.judge)
+    judge = RunJudging.of(request.results_dir).judge(
+        request.judge, base_url=request.base_url, max_tokens=JUDGE_MAX_TOKENS
+    )
+    out = request.out or request.results_dir / VERDICTS_FILE
+    summaries = judge_results(request.results_dir, judge, prompt, out)
+    lines = [
+        f"{memory}: Cognitive score {s['overall_avg']} over {s['total_samples']} probe(s) "
+        f"(total {s['total_score']}; correct 1, partial 0.5, wrong 0)"
+        for memory, s in summaries.items()
+    ]
+    lines.append(f"wrote every verdict to {out}")
+    return ScoreOutcome("\n".join(lines), [Path(out)], judge.account([prompt]))
