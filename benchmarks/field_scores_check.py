@@ -130,6 +130,8 @@ def load_references(locomo_repo: Path, mem0_repo: Path, mem0_rev: str, tmp: Path
         git_show(locomo_repo, "code:task_eval/evaluation.py")
     )
     (tmp / "mem0_ref" / "metrics").mkdir(parents=True)
+    # a regular package: a namespace one loses to any metrics.py on sys.path (onnxruntime's)
+    (tmp / "mem0_ref" / "metrics" / "__init__.py").write_text("", "utf-8")
     (tmp / "mem0_ref" / "metrics" / "utils.py").write_bytes(
         git_show(mem0_repo, f"{mem0_rev}:evaluation/metrics/utils.py")
     )
