@@ -45,6 +45,7 @@ def list_command(args: argparse.Namespace) -> int:
     )
     for fmt, bench in benchmarks().items():
         scored = f"; scored by memory-lab score {fmt}" if bench.scorer else ""
+        scored += "".join(f"; written out by memory-lab export {name}" for name in bench.exports)
         print(f"  {fmt}: options {', '.join(importer_options(fmt))}{scored} ({bench.docs})")
     return 0
 
