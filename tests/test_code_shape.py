@@ -21,6 +21,7 @@ STAGES = (
     "work_clock",
     "heap",
     "text",
+    "entry_points",
     "benchmarks",  # the declaration and discovery (memory_lab.benchmarks, .declaration)
     "dialogue",
     "models",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import warnings
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -146,17 +145,6 @@ def _declared() -> tuple[tuple[str, Benchmark], ...]:
 
 
 def _installed() -> list[Benchmark]:
-    from importlib import metadata
+    from memory_lab.entry_points import declared_in
 
-    out = []
-    for ep in metadata.entry_points(group=BENCHMARK_GROUP):
-        try:
-            declared = ep.load()
-        except Exception as exc:  # noqa: BLE001 - another package's import: say so, go on
-            warnings.warn(f"benchmark {ep.name!r} ({ep.value}) not loaded: {exc}", stacklevel=2)
-            continue
-        if not isinstance(declared, Benchmark):
-            warnings.warn(f"benchmark {ep.name!r}: {ep.value} is not a Benchmark", stacklevel=2)
-            continue
-        out.append(declared)
-    return out
+    return declared_in(BENCHMARK_GROUP, Benchmark, "benchmark")

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import warnings
 from functools import cache
 
+from memory_lab.entry_points import declared_in
 from memory_lab.memories.system import System
 
 BUILTIN_PACKAGE = "memory_lab.memories.builtin"
@@ -56,20 +56,7 @@ def builtin_systems() -> tuple[System, ...]:
 def installed_systems() -> tuple[System, ...]:
     """The systems installed packages declare (``memory_lab.systems`` entry points); one that
     cannot be read is skipped with a warning naming it."""
-    from importlib import metadata  # 20 ms: not at ``import memory_lab``
-
-    out = []
-    for ep in metadata.entry_points(group=SYSTEM_GROUP):
-        try:
-            system = ep.load()
-        except Exception as exc:  # noqa: BLE001 - another package's import: say so, go on
-            warnings.warn(f"system {ep.name!r} ({ep.value}) not loaded: {exc}", stacklevel=2)
-            continue
-        if not isinstance(system, System):
-            warnings.warn(f"system {ep.name!r}: {ep.value} is not a System", stacklevel=2)
-            continue
-        out.append(system)
-    return tuple(out)
+    return tuple(declared_in(SYSTEM_GROUP, System, "system"))
 
 
 def systems() -> tuple[System, ...]:
