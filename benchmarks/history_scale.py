@@ -61,6 +61,7 @@ from benchmarks.scaling import NAMES, PLACES, turn_tokens, verdict  # noqa: E402
 from memory_lab.dialogue.model import Dialogue, Session  # noqa: E402
 from memory_lab.models.tokens import count_tokens  # noqa: E402
 from memory_lab.run.exchanges import exchanges  # noqa: E402
+from memory_lab.sweep.growth import step_per_doubling  # noqa: E402
 
 MEMORIES = ["window", "vector", "rag", "hybrid", "summary_buffer", "buffer"]
 SIZES = [100_000, 200_000, 400_000, 800_000]
@@ -392,14 +393,6 @@ def in_child(timeout: float | None, *args: Any) -> tuple[str, Any]:
         process.join()
 
 
-def _ratio(value: float, previous: tuple[float, float] | None, tokens: int) -> float | None:
-    """``value`` against the previous size's, scaled to one doubling of the tokens."""
-    if previous is None or not previous[0]:
-        return None
-    doublings = math.log2(tokens / previous[1])
-    return (value / previous[0]) ** (1 / doublings) if doublings > 0 else None
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", nargs="+", type=int, default=SIZES)
@@ -441,7 +434,7 @@ def _table(args: argparse.Namespace, sizes: list[int], source: str) -> int:
                 if value is None:
                     cells.append(f"{'-':>{11 if key == 'record_bytes' else 9}} {'':>6}")
                     continue
-                ratio = _ratio(value, previous.get(key), got["tokens"])
+                ratio = step_per_doubling(value, previous.get(key), got["tokens"])
                 previous[key] = (value, got["tokens"])
                 if ratio is not None:
                     worst = max(worst, ratio)

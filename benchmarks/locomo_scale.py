@@ -29,8 +29,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from bisect import bisect_left
 from collections import defaultdict
 from datetime import datetime, timedelta
@@ -40,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memory_lab.dialogue.sources import load_dialogues  # noqa: E402
 from memory_lab.models.tokens import count_tokens  # noqa: E402
+from memory_lab.sweep.sampler import measure as measure_command  # noqa: E402
 
 CLASSIC_FIVE = ["buffer", "window", "summary", "summary_buffer", "vector"]
 
@@ -245,29 +244,6 @@ def dataset_figures(source: str, conversations: int | None) -> dict[str, float]:
     }
 
 
-def _tree_rss(root: int) -> int:
-    """Resident bytes of ``root`` and all its descendants (from /proc)."""
-    children: dict[int, list[int]] = defaultdict(list)
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
-                children[int(fields[1])].append(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
-    total, stack = 0, [root]
-    while stack:
-        pid = stack.pop()
-        stack.extend(children.get(pid, ()))
-        try:
-            with open(f"/proc/{pid}/statm") as fh:
-                total += int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, IndexError, ValueError):
-            continue
-    return total
-
-
 def measure(source: str, args: argparse.Namespace, out: Path) -> dict[str, float]:
     """Run ``memory-lab run`` on ``source`` in a child process; wall time, peak RSS, timings."""
     command = [sys.executable, "-m", "memory_lab.cli", "run", "--dialogues", source]
@@ -277,26 +253,10 @@ def measure(source: str, args: argparse.Namespace, out: Path) -> dict[str, float
     cache = ["--no-cache"] if args.no_cache else ["--cache-dir", str(cache_dir)]
     command += ["--no-prompts", "--quiet", *cache]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
-    load_before = os.getloadavg()[0]
-    started = time.perf_counter()
-    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
-    peak = 0
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, _tree_rss(child.pid))
-            done.wait(0.25)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    code = child.wait()
-    wall = time.perf_counter() - started
-    done.set()
-    sampler.join()
-    if code != 0:
-        raise SystemExit(f"memory-lab run failed on {source} (exit {code})")
+    measured = measure_command(command, env=env, interval=0.25, stdout=subprocess.DEVNULL)
+    if measured.exit_code != 0:
+        raise SystemExit(f"memory-lab run failed on {source} (exit {measured.exit_code})")
+    wall, peak, load_before = measured.wall, measured.peak_rss, measured.load[0]
     figures = {"wall time (s)": wall, "peak RSS, all processes (GiB)": peak / 2**30}
     seconds: dict[tuple[str, str], list[float]] = defaultdict(list)
     context: dict[str, int] = defaultdict(int)

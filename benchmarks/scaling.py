@@ -36,6 +36,7 @@ from pathlib import Path
 import yaml
 
 from memory_lab import RunModels, load_dialogues, parse_memory_spec, replay_dialogue
+from memory_lab.sweep.growth import step_per_doubling
 
 NAMES = ["Mina", "Omar", "Lena", "Kofi", "Sora", "Ivan", "Priya", "Tomas"]
 PLACES = ["Lisbon", "Busan", "Oslo", "Lima", "Cairo", "Kyoto", "Quito", "Perth"]
@@ -135,14 +136,17 @@ def main() -> int:
             replay_dialogue(spec, dialogues[n], models, records.append)
             per_turn = (time.perf_counter() - started) / n * 1000
             tokens = turn_tokens(records)
-            if previous:
-                ratios = (per_turn / previous[0], tokens / previous[1])
+            if previous:  # each scaled to one doubling of the turns
+                ratios = (
+                    step_per_doubling(per_turn, (previous[0], previous[2]), n) or 1.0,
+                    step_per_doubling(tokens, (previous[1], previous[2]), n) or 1.0,
+                )
                 worst = max(worst, *ratios)
                 shown = f"{ratios[0]:>7.2f} {tokens:>12.0f} {ratios[1]:>7.2f}"
             else:
                 shown = f"{'':>7} {tokens:>12.0f} {'':>7}"
             print(f"{memory:<{width}} {n:>6} {per_turn:>9.2f} {shown}", flush=True)
-            previous = (per_turn, tokens)
+            previous = (per_turn, tokens, n)
     return verdict(worst)
 
 

@@ -33,6 +33,7 @@ STAGES = (
     "views",
     "benchmarks.*",  # each benchmark's package: reads every stage, none reads it (found by
     # its declaration: memory_lab.benchmarks imports it by name, never by an import statement)
+    "sweep",  # runs of memory-lab run, and reports over their folders
     "serve",
     "cli",
 )

@@ -28,6 +28,7 @@ from memory_lab.cli.result_commands import (
     report_command,
 )
 from memory_lab.cli.run_commands import DEFAULTS, check_command, run_command
+from memory_lab.cli.sweep_commands import add_parser as add_sweep_parser
 from memory_lab.dialogue.importers import formats
 from memory_lab.log.config import ADVERSARIAL, ANSWER_STYLES, DEVICES, EXECUTORS, MODES
 from memory_lab.models.windows import MODEL_WINDOW
@@ -437,4 +438,5 @@ def _build(parser_class: type[argparse.ArgumentParser]) -> argparse.ArgumentPars
 
     add_serve_parser(sub)
     add_view_parser(sub)
+    add_sweep_parser(sub)
     return parser

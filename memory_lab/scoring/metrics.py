@@ -52,7 +52,7 @@ class RunFacts:
 class Metric:
     """One summary column (or a benchmark's score, scored after the run). ``unit``: ``share`` (0-1,
     shown as a percent), ``score`` (0-1, shown with three decimals), ``tokens``, ``usd``,
-    ``seconds`` or ``count``: how every view writes it (``views/tables.metric_text`` for the
+    ``seconds``, ``ms`` or ``count``: how every view writes it (``views/tables.metric_text`` for the
     terminal and the report, ``SHOW`` in ``data/viewer.html``). ``interval``: the columns of its
     95% interval; ``spread``: the column of its sd over judge runs. ``table``: a column of the
     summary table the terminal and the report print (the others have blocks of their own: J and

@@ -96,6 +96,7 @@ _UNIT_TEXT = {
     "count": lambda x: f"{x:,.0f}",
     "tokens": lambda x: f"{x:,.0f}",
     "seconds": lambda x: f"{x:.1f}",
+    "ms": lambda x: f"{x:,.2f}",
 }
 # The terminal's narrowest column per unit (with an interval: "100.0% [100.0%-100.0%]"), so a
 # column keeps its place from run to run.
