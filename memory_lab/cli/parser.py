@@ -174,6 +174,15 @@ def _add_replay_options(run: argparse.ArgumentParser) -> None:
         help="a provider request that takes longer fails (then is retried); a positive, "
         "finite number; default 60",
     )
+    for option, what in (("--rpm", "requests"), ("--tpm", "tokens (estimated, then settled)")):
+        run.add_argument(
+            option,
+            action="append",
+            metavar="N|PROVIDER=N",
+            help=f"keep each provider under N {what} a minute, in every thread, process and "
+            "Ray task of the run (one shared bucket; a 429 pauses them all for its "
+            "Retry-After); PROVIDER=N for one provider; default: no limit",
+        )
     run.add_argument("--resume", type=Path, metavar="DIR", help="continue an interrupted run")
     run.add_argument(
         "--trust-sources",

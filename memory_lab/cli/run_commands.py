@@ -12,6 +12,7 @@ from pathlib import Path
 from memory_lab.errors import ConfigError
 from memory_lab.log.config import RunConfig, named_values
 from memory_lab.log.resume_policy import RESUME_OPTIONS
+from memory_lab.models.rate_limit import describe_rates, parse_rates
 
 DEFAULTS = RunConfig()  # the run options' defaults are RunConfig's
 
@@ -54,6 +55,8 @@ def run_command(args: argparse.Namespace) -> int:
             resources=resources,
             base_url=args.base_url,  # needed again when the recorded one had credentials
             trust_sources=args.trust_sources or None,
+            rpm=parse_rates(args.rpm, "--rpm"),  # a new tier: the run's limits may change
+            tpm=parse_rates(args.tpm, "--tpm"),
             progress=not args.quiet,
         )
         return _report_run(outcome)
@@ -93,10 +96,29 @@ def _report_run(outcome) -> int:
     folder = shlex.quote(str(outcome.path))
     print(f"report:  memory-lab report {folder}  (charts and report.html)")
     print(f"browse:  memory-lab view {folder}  (runs side by side, each probe's contexts)")
+    if outcome.rate_limits:
+        print(rate_limit_line(outcome.rate_limits))
     if outcome.failed_cells:
         print(f"{outcome.failed_cells} cell(s) failed; see run.json 'errors'.", file=sys.stderr)
         return 1
     return 0
+
+
+def rate_limit_line(counts: dict) -> str:
+    """What keeping ``--rpm``/``--tpm`` took, in one line (run.json's ``rate_limits``)."""
+    limits = "; ".join(
+        text
+        for text in (
+            describe_rates(counts.get("rpm"), "rpm"),
+            describe_rates(counts.get("tpm"), "tpm"),
+        )
+        if text
+    )
+    return (
+        f"limits:  {limits}: {counts.get('requests', 0):,} requests, "
+        f"{counts.get('responses_429', 0):,} answered 429, "
+        f"{counts.get('waited_seconds', 0):,.1f} s waited for the shared bucket"
+    )
 
 
 def check_command(args: argparse.Namespace) -> int:

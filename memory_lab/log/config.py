@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory_lab.errors import ConfigError
+from memory_lab.models.rate_limit import RateSetting, check_rates, parse_rates
 from memory_lab.models.spec import OFFLINE, ModelSpec, is_offline
 from memory_lab.models.windows import MODEL_WINDOW, ContextWindow, context_window, parse_limit
 
@@ -28,6 +29,9 @@ MAX_JUDGE_RUNS = 100  # --judge-runs: each is a call per probe and grading promp
 MAX_JUDGE_TEMPERATURE = 2.0  # the highest sampling temperature providers take
 # run.json's sections of a config, in order: each field belongs to one (``_in``)
 GROUPS = ("models", "protocol", "run", "judge", "limits", "pricing")
+# fields written only when set: a run without them writes what runs wrote before they were
+# (its config_sha256 and a resume of an older run unchanged)
+WRITTEN_WHEN_SET = ("rpm", "tpm")
 
 
 def _in(group: str, default: Any = None, *, key: str | None = None, factory: Any = None) -> Any:
@@ -47,10 +51,10 @@ class RunConfig:
     embeddings, base_url), ``protocol`` (mode, answer_style, timestamps, adversarial), ``run``
     (jobs, concurrency, executor, ray_address, device, cache, dry_run, record_prompts),
     ``judge`` (judge as ``model``, judge_prompts as ``prompts``, judge_runs as ``runs``,
-    judge_temperature as ``temperature``), ``limits`` (context_limit, request_timeout) and
-    ``pricing`` (price_model, embedding_price_model, prices_file); in Python they are read and
-    given by name (``RunConfig(llm=..., jobs=2)``, ``config.llm``). The command line builds one
-    in one place, ``from_options``.
+    judge_temperature as ``temperature``), ``limits`` (context_limit, request_timeout, rpm,
+    tpm) and ``pricing`` (price_model, embedding_price_model, prices_file); in Python they are
+    read and given by name (``RunConfig(llm=..., jobs=2)``, ``config.llm``). The command line
+    builds one in one place, ``from_options``.
 
     Models: ``llm`` answers the conversation; ``memory_llm`` is the ``memory`` role (the LLM
     inside memories); ``roles`` names models for other roles a memory declares (each falls back
@@ -67,7 +71,9 @@ class RunConfig:
     tokens a prompt may hold (the oldest memory text is cut), None for no limit, or
     ``MODEL_WINDOW`` (the default) for the answering model's window (``window``); a run
     records the number it resolved to. ``device``: where the bundled embedding models run,
-    ``cpu`` or ``cuda`` (onnxruntime's CUDA provider).
+    ``cpu`` or ``cuda`` (onnxruntime's CUDA provider). ``rpm``/``tpm``: requests and tokens a
+    minute each provider is kept under (a number, or provider -> number; None: no limit), by one
+    bucket every thread, process and Ray task of the run shares (``models/rate_limit.py``).
     """
 
     llm: str = _in("models", OFFLINE)
@@ -96,6 +102,8 @@ class RunConfig:
     judge_temperature: float = _in("judge", 0.0, key="temperature")
     answer_style: str = _in("protocol", "conversation")
     device: str = _in("run", "cpu")
+    rpm: RateSetting = _in("limits", None)
+    tpm: RateSetting = _in("limits", None)
 
     def __post_init__(self) -> None:
         if self.jobs < 1 or self.concurrency < 1:
@@ -157,6 +165,10 @@ class RunConfig:
         for role in self.roles:
             if role in ("reader", "judge") or not role.isidentifier():
                 raise ConfigError(f"--model: {role!r} is not a memory model role name")
+        for name in WRITTEN_WHEN_SET:
+            value = getattr(self, name)
+            known = _providers() if isinstance(value, dict) else ()
+            object.__setattr__(self, name, check_rates(value, f"--{name}", known))
 
     def role_spec(self, role: str) -> str:
         """The model string serving a memory role (``memory`` or one a memory declared)."""
@@ -216,7 +228,11 @@ class RunConfig:
 
     def to_json(self) -> dict[str, Any]:
         """The configuration as run.json holds it: one object per section of ``GROUPS``."""
-        return group_config(dataclasses.asdict(self))
+        flat = dataclasses.asdict(self)
+        for name in WRITTEN_WHEN_SET:
+            if flat[name] is None:
+                del flat[name]
+        return group_config(flat)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "run.json") -> RunConfig:
@@ -280,6 +296,13 @@ def group_config(flat: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _providers() -> tuple[str, ...]:
+    """The providers a ``--rpm PROVIDER=N`` may name."""
+    from memory_lab.models.providers import PROVIDERS
+
+    return tuple(PROVIDERS)
+
+
 def _is_whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -332,5 +355,7 @@ OPTIONS: dict[str, tuple[tuple[str, ...], Any]] = {
     "dry_run": (("dry_run",), lambda o: o.dry_run),
     "timestamps": (("timestamps",), lambda o: o.timestamps == "on"),
     "request_timeout": (("request_timeout",), lambda o: o.request_timeout),
+    "rpm": (("rpm",), lambda o: parse_rates(o.rpm, "--rpm")),
+    "tpm": (("tpm",), lambda o: parse_rates(o.tpm, "--tpm")),
     "adversarial": (("adversarial",), lambda o: o.adversarial),
 }

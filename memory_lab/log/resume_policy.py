@@ -28,7 +28,8 @@ class ResumeOptions(TypedDict, total=False):
     again (never written), as must a base URL with credentials (``base_url``, else
     ``OPENAI_BASE_URL``: ``resume_base_url``). None, or not given: as recorded.
     ``trust_sources``: import a memory's recorded source even when it is not memory-lab's, an
-    installed entry point or the recorded file unchanged (``memories/sources.py``)."""
+    installed entry point or the recorded file unchanged (``memories/sources.py``).
+    ``rpm``/``tpm``: the provider limits (``--rpm``/``--tpm``) may change too (a new tier)."""
 
     jobs: int | None
     concurrency: int | None
@@ -37,6 +38,8 @@ class ResumeOptions(TypedDict, total=False):
     resources: dict[str, str] | None
     base_url: str | None
     trust_sources: bool | None
+    rpm: float | dict[str, float] | None
+    tpm: float | dict[str, float] | None
 
 
 RESUME_OPTIONS = tuple(ResumeOptions.__annotations__)  # their names, in that order

@@ -12,8 +12,8 @@ the run's models from it.
 
 Some of a spec is never written: the resources' values (``resource_values``), the retries
 (``max_retries``, from ``MEMORY_LAB_MAX_RETRIES`` where the spec is built), the changes a resume
-makes (``overrides``: jobs, concurrency, executor, a base URL with credentials), the results
-folder and the dialogues themselves.
+makes (``overrides``: jobs, concurrency, executor, rate limits, a base URL with credentials),
+the results folder and the dialogues themselves.
 
 Each section is a typed-JSON record (``log/typed_json.py``: read, checked and written back).
 """
@@ -56,6 +56,7 @@ from memory_lab.log.typed_json import (
 )
 from memory_lab.memories.specs import MemorySpec, spec_from_json
 from memory_lab.models.accounting import Price
+from memory_lab.models.rate_limit import RATE_FILE, RateLimits, actor_name
 from memory_lab.models.spec import OFFLINE, ClientSettings, ModelSpec, is_offline
 from memory_lab.models.windows import MODEL_WINDOW, describe
 from memory_lab.text.limits import bounds_problem
@@ -292,6 +293,8 @@ class RunSpec(JsonRecord):
     failed_cells: int | None = None
     errors: tuple[dict[str, Any], ...] = ()
     resume_history: tuple[dict[str, Any], ...] = ()  # run.json's "resumed": one entry a resume
+    # what --rpm/--tpm did in the run's last execution (requests, 429s, seconds waited)
+    rate_limits: dict[str, Any] | None = None  # a new run's is unwritten until it ends
     # never written
     max_retries: int = field(default=ClientSettings.max_retries, metadata=UNWRITTEN)
     resource_values: dict[str, str] = field(default_factory=dict, metadata=UNWRITTEN, repr=False)
@@ -399,6 +402,7 @@ class RunSpec(JsonRecord):
         changes = {k: options[k] for k in ("jobs", "concurrency") if options.get(k) is not None}
         if changes:
             overrides.update({"jobs": 1, "concurrency": 1, **changes})
+        overrides.update({k: options[k] for k in ("rpm", "tpm") if options.get(k) is not None})
         executor, ray_address = options.get("executor"), options.get("ray_address")
         if executor is not None or ray_address is not None:
             overrides["executor"] = executor or ("ray" if ray_address else self.config.executor)
@@ -440,8 +444,20 @@ class RunSpec(JsonRecord):
 
     @property
     def client(self) -> ClientSettings:
-        """How this run's provider clients behave (request timeout, retries)."""
-        return ClientSettings(self.run_config.request_timeout, self.max_retries)
+        """How this run's provider clients behave (request timeout, retries, and the rate limits
+        they share: a bucket in the run folder, with Ray a named actor; none in a dry run)."""
+        config = self.run_config
+        return ClientSettings(config.request_timeout, self.max_retries, self.rate_limits_setting)
+
+    @property
+    def rate_limits_setting(self) -> RateLimits | None:
+        """The run's ``--rpm``/``--tpm`` and where their shared bucket lives (None: none)."""
+        config = self.run_config
+        if config.dry_run or self.folder is None:
+            return None
+        file = str(Path(self.folder).resolve() / RATE_FILE)
+        actor = actor_name(self.run_id) if config.executor == "ray" else None
+        return RateLimits.of(config.rpm, config.tpm, file, actor)
 
     @property
     def reader_model(self) -> ModelSpec:

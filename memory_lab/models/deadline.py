@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 
@@ -54,10 +55,12 @@ def _mark(request: httpx.Request) -> None:
     request.extensions[_STARTED] = time.monotonic()
 
 
-def deadline_client(seconds: float) -> httpx.Client:
+def deadline_client(seconds: float, throttle: Any = None) -> httpx.Client:
     """An httpx client whose every response must be in, body included, within ``seconds`` of
     its request (its transport, proxies from the environment included, as httpx's own: the
-    deadline is set by event hooks around it)."""
+    deadline is set by event hooks around it). ``throttle`` (``throttle.Throttle``): its hooks
+    run around every request too, its wait for the run's rate limits before the deadline
+    starts."""
 
     def wrap(response: httpx.Response) -> None:
         started = response.request.extensions.get(_STARTED, time.monotonic())
@@ -65,4 +68,8 @@ def deadline_client(seconds: float) -> httpx.Client:
         if isinstance(stream, httpx.SyncByteStream):
             response.stream = _DeadlineStream(stream, started + seconds, seconds, response.request)
 
-    return httpx.Client(timeout=seconds, event_hooks={"request": [_mark], "response": [wrap]})
+    hooks: dict[str, list[Any]] = {"request": [_mark], "response": [wrap]}
+    if throttle is not None and throttle.active:
+        hooks["request"].insert(0, throttle.on_request)
+        hooks["response"].append(throttle.on_response)
+    return httpx.Client(timeout=seconds, event_hooks=hooks)

@@ -5,7 +5,8 @@ A model string is ``PROVIDER:MODEL``. Chat models are built with LangChain's
 argument or ``OPENAI_BASE_URL``), shown in messages with its credentials redacted. Every model
 counts tokens with the bundled offline tokenizer, so counting never downloads anything and never
 raises for a model name a provider's own counter does not know (``ChatOpenAI`` raises for
-non-OpenAI names behind a compatible URL).
+non-OpenAI names behind a compatible URL). Under a run's ``--rpm``/``--tpm`` every client built
+here waits for the run's shared bucket before each request (``throttle.py``).
 
 Clients are built one at a time (``_BUILD_LOCK``): building one imports modules on first use
 (the provider's package, its HTTP stack), and threads importing the same packages at once can
@@ -15,6 +16,7 @@ see a partially initialized module (``module 'httpx' has no attribute 'URL'``).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Iterable, Iterator
@@ -28,6 +30,7 @@ from langchain_core.language_models import BaseChatModel
 from memory_lab.errors import ConfigError
 from memory_lab.models.deadline import deadline_client
 from memory_lab.models.spec import ClientSettings, ModelSpec
+from memory_lab.models.throttle import ChatRateLimiter, Throttle
 from memory_lab.models.tokens import count_message_tokens, token_ids
 from memory_lab.text.redact import redact
 
@@ -104,6 +107,14 @@ def use_client_settings(settings: ClientSettings) -> None:
 def current_client_settings() -> ClientSettings:
     """The running run's settings, else the environment's (a client built outside a run)."""
     return _ACTIVE if _ACTIVE is not None else ClientSettings.from_env()
+
+
+def _throttle(settings: ClientSettings, provider: str) -> Throttle | None:
+    """The run's rate limits for ``provider``'s clients (``--rpm``/``--tpm``), None without."""
+    if settings.limits is None:
+        return None
+    throttle = Throttle(settings.limits, provider)
+    return throttle if throttle.active else None
 
 
 def _check_ready(provider: str, base_url: str | None) -> None:
@@ -189,8 +200,11 @@ def provider_chat_model(
     }
     if provider in ("openai", "anthropic"):
         kwargs["max_retries"] = settings.max_retries if max_retries is None else max_retries
+    throttle = _throttle(settings, provider)
     if provider == "openai":  # a total deadline per response, a trickled body's too
-        kwargs["http_client"] = deadline_client(kwargs["timeout"])
+        kwargs["http_client"] = deadline_client(kwargs["timeout"], throttle)
+    elif throttle is not None:  # the run's rpm, once per call (LangChain's hook)
+        kwargs["rate_limiter"] = ChatRateLimiter(throttle)
     if url:
         kwargs["base_url"] = url
     with _BUILD_LOCK:
@@ -224,9 +238,10 @@ def provider_embeddings(
     """LangChain embeddings for ``PROVIDER:MODEL`` (OpenAI-compatible or Ollama); ``timeout``
     and ``max_retries`` not given are the run's (``current_client_settings``)."""
     settings = current_client_settings()
-    settings = ClientSettings(
-        settings.timeout if timeout is None else timeout,
-        settings.max_retries if max_retries is None else max_retries,
+    settings = dataclasses.replace(
+        settings,
+        timeout=settings.timeout if timeout is None else timeout,
+        max_retries=settings.max_retries if max_retries is None else max_retries,
     )
     with _BUILD_LOCK:
         return _build_embeddings(spec, base_url, settings)
@@ -243,7 +258,8 @@ def _build_embeddings(spec: str, base_url: str | None, settings: ClientSettings)
             "model": model,
             "max_retries": settings.max_retries,
             "request_timeout": settings.timeout,
-            "http_client": deadline_client(settings.timeout),  # a total deadline per response
+            # a total deadline per response; the run's rate limits
+            "http_client": deadline_client(settings.timeout, _throttle(settings, provider)),
         }
         if url:
             kwargs["base_url"] = url

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 
 from memory_lab.errors import ConfigError
+from memory_lab.models.rate_limit import RateLimits
 
 OFFLINE = "offline"
 
@@ -54,11 +55,13 @@ def is_offline(text: str) -> bool:
 @dataclass(frozen=True)
 class ClientSettings:
     """How provider clients behave: seconds a request may take before it fails
-    (``--request-timeout``) and retries on 429/5xx (with backoff honouring Retry-After, by the
-    provider's client; ``MEMORY_LAB_MAX_RETRIES``)."""
+    (``--request-timeout``), retries on 429/5xx (with backoff honouring Retry-After, by the
+    provider's client; ``MEMORY_LAB_MAX_RETRIES``) and the run's shared rate limits
+    (``--rpm``/``--tpm``: ``rate_limit.py``; None, none)."""
 
     timeout: float = 60.0
     max_retries: int = 6
+    limits: RateLimits | None = None
 
     @classmethod
     def from_env(cls, timeout: float | None = None) -> ClientSettings:

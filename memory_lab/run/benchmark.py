@@ -73,13 +73,13 @@ def resume_benchmark(
     unfinished cells are adopted, so nothing is lost or duplicated (``log/record_log.py``).
     Memories are rebuilt from their recorded parameters (never today's defaults), dialogues
     from their recorded absolute sources (checked against their content hashes), and models
-    from the recorded config; only ``jobs``/``concurrency`` and the executor (``executor``,
-    ``ray_address``) may change, and ``resources`` must be given again (never written), as must
-    a base URL with credentials (``base_url``, else ``OPENAI_BASE_URL``; see
-    ``run_spec.resume_base_url``): ``options`` are ``run_spec.ResumeOptions``. The folder is
-    locked first (a live run's is refused: ``log/run_guard.py``) and a run.json whose
-    configuration was edited since the run started is refused. It is
-    ``execute(RunSpec.load(out).resumed(...))`` after the preflight.
+    from the recorded config; only ``jobs``/``concurrency``, the executor (``executor``,
+    ``ray_address``) and the rate limits (``rpm``, ``tpm``) may change, and ``resources`` must
+    be given again (never written), as must a base URL with credentials (``base_url``, else
+    ``OPENAI_BASE_URL``; see ``run_spec.resume_base_url``): ``options`` are
+    ``run_spec.ResumeOptions``. The folder is locked first (a live run's is refused:
+    ``log/run_guard.py``) and a run.json whose configuration was edited since the run started
+    is refused. It is ``execute(RunSpec.load(out).resumed(...))`` after the preflight.
     """
     options = resume_options(options)
     folder = Path(out)

@@ -42,6 +42,7 @@ from memory_lab.memories.registry import (
     MemorySpec,
 )
 from memory_lab.models.providers import client_settings
+from memory_lab.models.rate_limit import COUNTS, FileBucket
 from memory_lab.results.read import (
     CATEGORY_SUMMARY_FILE,
     RECORDS_FILE,
@@ -66,6 +67,7 @@ class RunOutcome:
     path: Path
     summary: pd.DataFrame
     failed_cells: int
+    rate_limits: dict[str, Any] | None = None  # run.json's: what --rpm/--tpm did
 
 
 def grid(memories: list[MemorySpec], dialogues: list[Dialogue]) -> list[CellTask]:
@@ -169,11 +171,16 @@ def _execute(
 ) -> RunOutcome:
     """Run ``cells``, appending their records; run.json says how the run ended."""
     state = _RunState(spec)
+    limits = spec.rate_limits_setting
+    if limits is not None:
+        FileBucket(limits.file).reset()  # this execution's counts
     try:
         failed = _run_cells(folder, state, cells, models, progress)
     except BaseException as exc:  # an interrupt (Ctrl-C, SIGTERM) or an error (a full disk)
         state.end("interrupted", 0, stopped_by=exc)  # leaves the run resumable
         raise
+    if limits is not None:
+        state.spec = state.spec.replace(rate_limits=_rate_limit_counts(spec, limits.file))
     state.end("failed" if failed else "complete", failed)
     results = read_results(folder, prompts=False)  # the summary needs no prompt text
     summary = summarize(results)
@@ -181,7 +188,19 @@ def _execute(
     for name, table in tables.items():
         with naming_file(folder / name), open_new(folder / name) as fh:  # never through a link
             table.to_csv(fh, index=False)
-    return RunOutcome(folder, summary, failed)
+    return RunOutcome(folder, summary, failed, state.spec.rate_limits)
+
+
+def _rate_limit_counts(spec: RunSpec, file: str) -> dict[str, Any]:
+    """run.json's ``rate_limits``: the limits and what keeping them took (requests sent, 429s
+    answered, seconds waited for the bucket and paused by 429s), from the run's bucket."""
+    counts = FileBucket(file).stats()
+    config = spec.run_config
+    out: dict[str, Any] = {"rpm": config.rpm, "tpm": config.tpm}
+    for key in COUNTS:
+        value = counts.get(key, 0)
+        out[key] = round(value, 1) if key.endswith("seconds") else int(value)
+    return out
 
 
 class _RunState:

@@ -350,7 +350,7 @@ def prepare_run(
         packages=package_versions(),
         python=sys.version.split()[0],
         platform=platform.platform(),
-        absent=frozenset({"finished", "failed_cells", "errors", "resume_history"}),
+        absent=frozenset({"finished", "failed_cells", "errors", "resume_history", "rate_limits"}),
         max_retries=client.max_retries,
         resource_values=dict(resources or {}),
         folder=str(out),

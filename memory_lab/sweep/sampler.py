@@ -6,7 +6,10 @@ the machine), each process's ``/proc/PID/smaps_rollup`` for PSS (a shared page c
 split among its sharers, so the sum is the memory the tree really holds) and ``statm`` for RSS
 (shared pages counted in each process). CPU seconds are the user plus system time of the command
 and every process it started and waited for (``getrusage(RUSAGE_CHILDREN)``). The sampler's own
-CPU time is measured too (``sampler_cpu``), so what it costs is a figure, not a guess.
+CPU time is measured too (``sampler_cpu``), so what it costs is a figure, not a guess, and it
+keeps under ``BUDGET`` of a core: after each look it waits ``interval`` seconds, or longer when
+the look cost more than ``BUDGET`` of that (a tree of many large processes: ``smaps_rollup``
+walks every mapping of each).
 
 The command is started so that it dies with the process that started it
 (``PR_SET_PDEATHSIG``): a sweep killed with SIGKILL leaves no run behind that would still hold
@@ -28,6 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import IO
 
+BUDGET = 0.01  # the share of one core the sampler may use
 _PSS = re.compile(rb"^Pss:\s+(\d+)\s+kB", re.MULTILINE)
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -132,6 +136,7 @@ def measure(
     def sample() -> None:
         clock = time.thread_time()
         while not done.is_set():
+            look = time.thread_time()
             pss, rss, count = tree_memory(child.pid)
             if count:
                 peak["pss"] = max(peak["pss"], pss)
@@ -141,7 +146,7 @@ def measure(
                 if on_sample:
                     on_sample(pss, rss)
             peak["cpu"] = time.thread_time() - clock
-            done.wait(interval)
+            done.wait(max(interval, (time.thread_time() - look) / BUDGET))
 
     sampler = threading.Thread(target=sample, name="sweep-sampler", daemon=True)
     sampler.start()

@@ -57,8 +57,8 @@ RUN_OPTIONS: dict[str, type] = {
     "answer_style": str,
     "adversarial": str,
     "request_timeout": float,
-    "rpm": float,
-    "tpm": float,
+    "rpm": str,  # N, or PROVIDER=N
+    "tpm": str,
     "price_model": str,
     "no_prompts": bool,
     "no_cache": bool,

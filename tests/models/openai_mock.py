@@ -12,6 +12,13 @@ added to every request (a provider's latency; ``max_in_flight`` counts how many 
 ``echo`` answers each chat request with its prompt's line before the last (the question, above
 "AI:") and usage that depends on its length, so a reply or usage given to the wrong request
 shows in the records.
+
+``rpm`` makes it a provider with a rate limit: a token bucket of ``burst`` requests (default one
+second's worth, at least 1) refilled at ``rpm`` a minute; a request over it is answered at once
+with 429 and ``Retry-After`` (whole seconds until a request would be taken; ``retry_after_ms``
+adds ``retry-after-ms``), and counted (``throttled``). Every request is recorded with when it
+arrived (``at``, ``time.monotonic()``) and the status it got (``status``); ``served`` gives when
+each request answered 200 arrived.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import struct
 import threading
 import time
@@ -41,9 +49,22 @@ def _vector(text: str) -> list[float]:
 class OpenAIMock:
     """Start with ``with OpenAIMock() as mock:``; ``mock.base_url`` goes to the client."""
 
-    def __init__(self, delay: float = 0.0, echo: bool = False) -> None:
+    def __init__(
+        self,
+        delay: float = 0.0,
+        echo: bool = False,
+        rpm: float | None = None,
+        burst: float | None = None,
+        retry_after_ms: bool = False,
+    ) -> None:
         self.delay = delay
         self.echo = echo
+        self.rpm = rpm
+        self.burst = burst if burst is not None else max(1.0, (rpm or 0) / 60)
+        self.retry_after_ms = retry_after_ms
+        self.throttled = 0
+        self._tokens = self.burst
+        self._filled = time.monotonic()
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
@@ -79,26 +100,52 @@ class OpenAIMock:
                 self.wfile.write(payload)
 
             def answer(self, body):
-                if mock.delay:
+                arrived = time.monotonic()
+                limited = mock.over_limit(arrived)
+                if mock.delay and limited is None:  # a provider refuses at once
                     time.sleep(mock.delay)
                 kind = "chat" if self.path.endswith("/chat/completions") else "embeddings"
-                mock.requests.append(  # list.append: safe from the server's threads
-                    {
-                        "kind": kind,
-                        "path": self.path,
-                        "headers": {k.lower(): v for k, v in self.headers.items()},
-                        "body": body,
-                    }
-                )
-                scripted = mock.always[kind] or (
-                    mock.scripts[kind].popleft() if mock.scripts[kind] else None
-                )
+                request = {
+                    "kind": kind,
+                    "path": self.path,
+                    "headers": {k.lower(): v for k, v in self.headers.items()},
+                    "body": body,
+                    "at": arrived,
+                }
+                mock.requests.append(request)  # list.append: safe from the server's threads
+                scripted = limited or mock.always[kind]
+                if scripted is None and mock.scripts[kind]:
+                    scripted = mock.scripts[kind].popleft()
                 status, text, headers = scripted or (200, mock.success(kind, body), {})
+                request["status"] = status
                 return status, text.encode(), headers
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self.server.server_port}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def over_limit(self, now: float) -> tuple[int, str, dict] | None:
+        """Take a request from the bucket, or the 429 that answers it when there is none."""
+        if not self.rpm:
+            return None
+        rate = self.rpm / 60
+        with self._lock:
+            self._tokens = min(self.burst, self._tokens + (now - self._filled) * rate)
+            self._filled = now
+            if self._tokens >= 1:
+                self._tokens -= 1
+                return None
+            self.throttled += 1
+            wait = (1 - self._tokens) / rate
+        headers = {"retry-after": str(max(1, math.ceil(wait)))}
+        if self.retry_after_ms:
+            headers["retry-after-ms"] = str(max(1, math.ceil(wait * 1000)))
+        error = {"error": {"message": "Rate limit reached", "type": "requests"}}
+        return 429, json.dumps(error), headers
+
+    def served(self) -> list[float]:
+        """When each request answered 200 arrived, in order."""
+        return sorted(r["at"] for r in list(self.requests) if r.get("status") == 200)
 
     def tool_call_reply(self, body: dict) -> str | None:
         """Tool calls for a request offering tools, or None (a plain reply)."""

@@ -24,6 +24,7 @@ from typing import Any
 
 from memory_lab.errors import EnvironmentProblem
 from memory_lab.log.run_spec import RunSpec
+from memory_lab.models.rate_limit import start_actor, stop_actor
 from memory_lab.run.context import RunModels
 from memory_lab.run.executors.cells import (
     CellOutcome,
@@ -62,7 +63,9 @@ class RayTasks:
     ``memory_lab`` package (``runtime_env`` ``py_modules``), so every node runs the same code.
     ``at_once`` caps cells in flight (``--jobs``); closing the run cancels the tasks. A task
     whose worker dies fails its cell, recorded like any failed cell (no retries: ``--resume``
-    redoes it).
+    redoes it). Under ``--rpm``/``--tpm`` the run's bucket is a named actor started here, which
+    every task finds by name (``models/rate_limit.py``); its counts go to the run folder's bucket
+    file when the run leaves Ray.
     """
 
     spec: RunSpec
@@ -78,7 +81,9 @@ class RayTasks:
             return
         joined, temp, watchdog = self._connect(ray)
         pending: dict[Any, CellTask] = {}
+        limits, bucket = self.spec.client.limits, None
         try:
+            bucket = start_actor(ray, limits)  # --rpm/--tpm: the bucket every task shares
             runtime = ray.put(self.spec.for_workers())
             gpus = 1 if self.spec.run_config.device == "cuda" else 0  # placed where a GPU is
             remote = ray.remote(_ray_cell).options(num_cpus=1, num_gpus=gpus, max_retries=0)
@@ -96,6 +101,11 @@ class RayTasks:
                 try:
                     ray.cancel(ref, force=True)
                 except Exception:  # noqa: BLE001 - it ended meanwhile
+                    pass
+            if bucket is not None and limits is not None:
+                try:
+                    stop_actor(ray, bucket, limits)  # its counts into the run folder's file
+                except Exception:  # noqa: BLE001, S110 - counts lost, the records are not
                     pass
             if joined:
                 ray.shutdown()
