@@ -264,7 +264,7 @@ def test_options_resume_does_not_take_are_refused_naming_them(interrupted, capsy
     assert f"error: {named} cannot be given with --resume" in err
     assert (
         "only --jobs, --concurrency, --executor, --ray-address, --resource, --base-url, "
-        "--trust-sources, --quiet" in err
+        "--trust-sources, --rpm, --tpm, --quiet" in err
     )
     assert snapshot(interrupted) == before
 
