@@ -1,6 +1,7 @@
 # The two quick-start commands: `make bench` (creates or reuses .venv: all the bench needs) and
-# `make test` (.venv, and the environments of the systems that run in one of their own:
-# Hindsight's and Cognee's, made from their declarations in memory_lab/memories/systems/).
+# `make test-all` (.venv, and the environments of the systems that run in one of their own:
+# Hindsight's and Cognee's, made from their declarations in memory_lab/memories/systems/; what
+# CI runs). `make test` is the fast tier, on .venv alone.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -13,7 +14,7 @@ export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup setup-cognee bench test test-slow lint docs notebooks lock clean
+.PHONY: setup setup-cognee bench test test-all test-slow lint docs notebooks lock clean
 
 # Every install is pinned by constraints.txt, each system's own environment by the constraints
 # file its declaration names (`make lock` rewrites them all). torch is installed first, on its
@@ -48,10 +49,19 @@ $(CORE): pyproject.toml constraints.txt
 bench: $(CORE)
 	$(PY) benchmarks/classic.py
 
-test: setup
+# The tiers, by the markers declared in pyproject.toml. `make test`: the fast tier, a
+# contributor's inner loop, in parallel on every core: the units and the integration tests that
+# need neither another environment, Chromium, PostgreSQL, Ray nor strace, and are not heavy
+# (whole runs through every memory, kills and resumes, engines compared). `make test-all`: every test but the slow ones (what CI runs: .ci/run).
+# `make test-slow`: the slow ones (more kill points, more Ray). One package's tests alone:
+# .venv/bin/python -m pytest tests/scoring
+FAST := not (slow or browser or postgres or ray or strace or environment or heavy)
+test: $(STAMP)
+	$(PY) -m pytest -q -n auto -m "$(FAST)"
+
+test-all: setup
 	$(PY) -m pytest -q
 
-# The slower checks the default run leaves out (marked slow: more kill points, more Ray).
 test-slow: setup
 	$(PY) -m pytest -q -m slow
 
