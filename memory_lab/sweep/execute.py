@@ -4,10 +4,12 @@ Each run is ``memory-lab run`` in a process of its own, measured by ``sampler.me
 CPU seconds, peak summed PSS and RSS of its whole tree, the sampler's own CPU). A folder that
 holds a run (its ``run.json``) is resumed with ``--resume``: the run keeps its finished cells
 and redoes the others, so a sweep killed at any moment (SIGKILL included: the run dies with it)
-goes on where it stopped when started again, with no record twice. What each invocation cost
-is appended to ``OUT/sweep.json`` as it ends (written whole, then renamed over the old one), as
-is the embedding floor of a run's texts once the run has finished (``measure: {floor: true}``).
-What a run prints goes to ``OUT/logs/<key>.log``.
+goes on where it stopped when started again, with no record twice; a run complete with every
+cell done is kept and not started again. Each invocation is appended to ``OUT/sweep.json``
+(written whole, then renamed over the old one) as ``stopped`` when it starts and replaced by
+what it cost when it ends, so one the sweep's death cut short is counted, unmeasured; the
+embedding floor of a run's texts is added once the run has finished (``measure: {floor:
+true}``). What a run prints goes to ``OUT/logs/<key>.log``.
 """
 
 from __future__ import annotations
@@ -64,6 +66,15 @@ def installed(run: Run, say: Callable[[str], None]) -> Run:
     return replace(run, memories=tuple(kept))
 
 
+def complete(folder: Path) -> bool:
+    """Whether ``folder`` holds a run that finished with every cell done."""
+    try:
+        recorded = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return recorded.get("status") == "complete" and not recorded.get("failed_cells")
+
+
 def command_of(run: Run, folder: Path) -> list[str]:
     """The ``memory-lab run`` command of ``run`` into ``folder``: a resume when it holds a run."""
     from memory_lab.log.resume_policy import RESUME_OPTIONS
@@ -108,19 +119,30 @@ def _entry(log: dict[str, Any], sweep: Sweep, run: Run) -> dict[str, Any]:
 def run_one(
     sweep: Sweep, run: Run, out: Path, log: dict[str, Any], say: Callable[[str], None]
 ) -> int:
-    """Run (or resume) ``run`` into ``OUT/<key>``, measured; its exit code."""
+    """Run (or resume) ``run`` into ``OUT/<key>``, measured; its exit code. A run that is
+    complete with no failed cell is kept as it is (nothing to redo)."""
     folder = out / run.key
+    if complete(folder):
+        say(f"{run.key}: complete in {folder}; kept")
+        return EXIT_OK
     command = command_of(run if (folder / "run.json").is_file() else installed(run, say), folder)
     resumed = "--resume" in command
     say(f"{run.key}: {'resuming' if resumed else 'running'}: memory-lab {' '.join(command[3:])}")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    entry = _entry(log, sweep, run)
+    # written before it starts: an invocation the sweep's death cut short stays counted, unmeasured
+    stopped = {"started": time.time(), "resumed": resumed, "stopped": True}
+    entry["invocations"].append(stopped)
+    write_log(out, log)
     (out / "logs").mkdir(exist_ok=True)
     with (out / "logs" / f"{run.key}.log").open("a", encoding="utf-8") as printed:
         printed.write(f"$ memory-lab {' '.join(command[3:])}\n")
         printed.flush()
         measured = measure(command, env=env, interval=sweep.measure.interval, stdout=printed)
-    entry = _entry(log, sweep, run)
-    entry["invocations"].append({**measured.as_dict(), "resumed": resumed})
+    entry["invocations"][entry["invocations"].index(stopped)] = {
+        **measured.as_dict(),
+        "resumed": resumed,
+    }
     write_log(out, log)
     say(
         f"{run.key}: exit {measured.exit_code}, {measured.wall:,.1f} s wall, {measured.cpu:,.1f} "

@@ -55,9 +55,17 @@ def cores(run: Run) -> int:
 
 def cost_line(run: Run, entry: dict[str, Any] | None) -> str:
     """What the run's invocations cost the machine, and the floor where measured."""
-    calls = (entry or {}).get("invocations") or []
+    every = (entry or {}).get("invocations") or []
+    calls = [c for c in every if not c.get("stopped")]
+    cut = len(every) - len(calls)
+    cut_short = (
+        f"; {cut} more stopped before it ended (the sweep was killed; not measured, so these "
+        "figures leave its time out)"
+        if cut
+        else ""
+    )
     if not calls:
-        return "not measured (no invocation recorded in sweep.json)"
+        return f"not measured (no invocation ended){cut_short}"
     wall = sum(c["wall"] for c in calls)
     cpu = sum(c["cpu"] for c in calls)
     sampler = sum(c.get("sampler_cpu", 0.0) for c in calls)
@@ -67,7 +75,7 @@ def cost_line(run: Run, entry: dict[str, Any] | None) -> str:
         f"{max(c['peak_pss'] for c in calls) / 2**20:,.0f} MiB summed over "
         f"{max(c['processes'] for c in calls)} process(es) (RSS "
         f"{max(c['peak_rss'] for c in calls) / 2**20:,.0f} MiB); the sampler used "
-        f"{100 * sampler / wall if wall else 0:.2f}% of a core"
+        f"{100 * sampler / wall if wall else 0:.2f}% of a core{cut_short}"
     )
     if entry and entry.get("floor"):
         total = floor_total({k: tuple(v) for k, v in entry["floor"].items()})

@@ -116,10 +116,12 @@ def measure(
     interval: float = 1.0,
     on_sample: Callable[[int, int], None] | None = None,
     stdout: IO | int | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> Measured:
     """Run ``command`` to its end, sampling its process tree every ``interval`` seconds;
     ``on_sample(pss, rss)`` is called with each sample's sums; ``stdout`` is the command's
-    (``subprocess.Popen``'s: a file, ``DEVNULL``, or None for this process's)."""
+    (``subprocess.Popen``'s: a file, ``DEVNULL``, or None for this process's); ``on_start``
+    is given the command's process id once it has started."""
     load_before = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started_at = time.time()
@@ -130,6 +132,8 @@ def measure(
         stdout=stdout,
         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
     )
+    if on_start is not None:
+        on_start(child.pid)
     peak = {"pss": 0, "rss": 0, "processes": 0, "samples": 0, "cpu": 0.0}
     done = threading.Event()
 

@@ -81,6 +81,12 @@ def test_a_sweep_measures_each_run_and_reports_it(spec, whole):
     assert "| memory | cells ok | evid-recall |" in text
     assert "| buffer | 1/1 | 100.0% |" in text
     assert "## The answer per run" in text and "## Growth" in text
+    # started again, a complete run is kept as it is: no second invocation
+    again = sweep(*spec, whole)
+    assert again.returncode == 0, again.stderr
+    assert f"cafe: complete in {whole / 'cafe'}; kept" in again.stderr
+    log = json.loads((whole / "sweep.json").read_text())
+    assert [len(e["invocations"]) for e in log["runs"].values()] == [1, 1]
 
 
 def test_a_dry_run_prints_the_commands_and_runs_nothing(spec, tmp_path):
@@ -127,7 +133,13 @@ def test_a_sweep_killed_with_sigkill_finishes_when_started_again(spec, whole, tm
     again = sweep(path, dialogues, out)
     assert again.returncode == 0, again.stderr
     log = json.loads((out / "sweep.json").read_text())
-    assert [c["resumed"] for c in log["runs"]["cafe"]["invocations"]] == [True]
+    # the invocation the kill cut short is counted, unmeasured; then the resume, measured
+    calls = log["runs"]["cafe"]["invocations"]
+    shape = [(c.get("stopped", False), c["resumed"]) for c in calls]
+    assert shape == [(True, False), (False, True)]
+    assert "wall" not in calls[0] and calls[1]["wall"] > 0
+    report = sweep(path, dialogues, out, "--report-only")
+    assert "1 more stopped before it ended (the sweep was killed; not measured" in report.stdout
     for key in ("cafe", "hiking"):
         damage = compare(out / key, whole / key)
         assert (damage.lost, damage.duplicated) == (0, 0), key
