@@ -6,9 +6,10 @@ run's tree (``memory_lab.sweep.sampler.tree_pids``): its RSS (``statm``) and PSS
 (``smaps_rollup``), and how many cells the run has finished (the ``cell`` records appended to
 ``records.jsonl``). A worker is a child of the run that runs cells; the cells a worker has done
 is taken as the finished cells over the workers (the pool hands the next cell to whichever
-worker is free, so they share them about evenly). Prints each worker's RSS after its 5th cell
-and after its last (the target: within 1.2x), and writes the series as CSV and, with
-``--chart``, a PNG.
+worker is free, so they share them about evenly). Prints each worker's RSS from its 5th cell
+and the largest over its last tenth of cells (the target: within 1.2x), and writes the series
+as CSV (``OUT/worker-memory.csv``; ``--report-only`` reads it again) and, with ``--chart``, a
+PNG.
 
     python benchmarks/worker_memory.py --out /tmp/wm --chart docs/images/worker-rss.png
     python benchmarks/worker_memory.py --dialogues 'beam:BEAM/chats#scale=100K,conversations=1-20'
@@ -75,7 +76,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", type=Path, required=True, help="the run's results folder")
     parser.add_argument("--chart", type=Path, help="write a PNG of RSS by cells done")
+    parser.add_argument(
+        "--report-only", action="store_true", help="read OUT/worker-memory.csv; run nothing"
+    )
     args = parser.parse_args(argv)
+    if args.report_only:
+        with (args.out / "worker-memory.csv").open() as fh:
+            rows = list(csv.reader(fh))[1:]
+        report([(float(t), int(c), int(p), int(r), int(s)) for t, c, p, r, s in rows], args)
+        return 0
     command = [sys.executable, "-m", "memory_lab.cli", "run", "--quiet", "--no-prompts"]
     command += ["--dialogues", args.dialogues, "--memory", *args.memory]
     command += ["--jobs", str(args.jobs), "--out", str(args.out)]
@@ -117,19 +126,33 @@ def main(argv: list[str] | None = None) -> int:
         f"exit {measured.exit_code}, {measured.wall:,.0f} s wall, peak PSS summed "
         f"{measured.peak_pss / 2**20:,.0f} MiB"
     )
-    workers = sorted({pid for _, _, pid, _, _ in series})
-    # workers: the processes seen across most of the run (not a short-lived helper)
-    seen = {pid: [s for s in series if s[2] == pid] for pid in workers}
-    workers = [pid for pid in workers if len(seen[pid]) > len(series) / (4 * len(workers))]
+    report(series, args)
+    return 0
+
+
+def report(series: list[tuple[float, int, int, int, int]], args: argparse.Namespace) -> None:
+    """Each worker's RSS after its 5th cell and after its last, and the chart."""
+    pids = sorted({pid for _, _, pid, _, _ in series})
+    seen = {pid: [s for s in series if s[2] == pid] for pid in pids}
+    largest = max(max(r[3] for r in rows) for rows in seen.values())
+    # the workers: the run's children that hold models (not multiprocessing's resource
+    # tracker, a few MiB), seen over most of the run
+    workers = [
+        pid
+        for pid in pids
+        if max(r[3] for r in seen[pid]) > largest / 10 and len(seen[pid]) > len(series) / 8
+    ]
     per = max(len(workers), 1)
-    print(f"{'worker':>8} {'RSS after 5th cell':>20} {'RSS after last':>16} {'ratio':>7}")
+    print(f"{'worker':>8} {'RSS from 5th cell':>20} {'RSS at the end':>16} {'ratio':>7}")
     for pid in workers:
         rows = seen[pid]
         fifth = next((r for r in rows if r[1] / per >= 5), rows[0])
-        last = rows[-1]
+        final = rows[-1][1] / per
+        # the largest RSS over its last tenth of cells (its very last sample may be the exit)
+        late = max(r[3] for r in rows if r[1] / per >= 0.9 * final)
         print(
-            f"{pid:>8} {fifth[3] / 2**20:>16,.0f} MiB {last[3] / 2**20:>12,.0f} MiB "
-            f"{last[3] / fifth[3]:>7.2f}  (cells {fifth[1] / per:.0f} -> {last[1] / per:.0f})"
+            f"{pid:>8} {fifth[3] / 2**20:>16,.0f} MiB {late / 2**20:>12,.0f} MiB "
+            f"{late / fifth[3]:>7.2f}  (cells {fifth[1] / per:.0f} -> {final:.0f})"
         )
     if args.chart:
         import matplotlib
@@ -149,7 +172,6 @@ def main(argv: list[str] | None = None) -> int:
         fig.tight_layout()
         fig.savefig(args.chart)
         print(f"wrote {args.chart}")
-    return 0
 
 
 if __name__ == "__main__":
