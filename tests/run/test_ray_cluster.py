@@ -1,11 +1,14 @@
-"""A sweep on a Ray cluster of two nodes loses no record when a node dies: ``--resume`` ends it.
+"""A sweep on a Ray cluster of two nodes loses no record when a node dies: started again, it
+ends it.
 
 The cluster is started as a user would (``ray start --head``, then ``ray start --address`` for a
 second node; both on loopback, one CPU each, token authentication, HOME in a temporary folder
-so nothing lands in the user's ``~/.ray``). The run joins it with ``--ray-address``; once a cell
-is running on the second node, that node's raylet is killed (its workers die with it). The
-cell fails, the others finish on the head node, and ``--resume`` redoes it: the records are the
-records of one uninterrupted job, none lost, none twice.
+so nothing lands in the user's ``~/.ray``). ``memory-lab sweep`` runs a spec that names the
+cluster (``options: {executor: ray, ray_address: ...}``); once a cell is running on the second
+node, that node's raylet is killed (its workers die with it). The cell fails, the others finish
+on the head node, the sweep says so, and the sweep started again resumes the run (``--resume``
+on the cluster), which redoes it: the records are the records of one uninterrupted job, none
+lost, none twice.
 """
 
 from __future__ import annotations
@@ -141,13 +144,24 @@ def cluster(tmp_path):
         made.stop()
 
 
+SPEC = """\
+name: on-a-cluster
+memories: [{memories}]
+sources: [{{key: both, dialogues: '{dialogues}'}}]
+options: {{executor: ray, ray_address: '{address}', no_cache: true}}
+"""
+
+
 def test_a_node_dying_mid_sweep_loses_no_record_after_resume(cluster, tmp_path):
     dialogues, one_job = reference_run(tmp_path / "data")
-    out = tmp_path / "sweep"
-    argv = [sys.executable, "-m", "memory_lab.cli", "run", "--memory", *MEMORIES]
-    argv += ["--dialogues", dialogues, "--out", str(out), "--quiet", "--no-cache"]
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text(
+        SPEC.format(memories=", ".join(MEMORIES), dialogues=dialogues, address=cluster.address)
+    )
+    sweep = [sys.executable, "-m", "memory_lab.cli", "sweep", str(spec), "--out", str(tmp_path)]
+    out = tmp_path / "both"
     run = subprocess.Popen(
-        [*argv, "--executor", "ray", "--ray-address", cluster.address],
+        sweep,
         env=cluster.env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -164,15 +178,11 @@ def test_a_node_dying_mid_sweep_loses_no_record_after_resume(cluster, tmp_path):
         if run.poll() is None:
             run.kill()
     stderr = run.stderr.read()
-    assert code == 1 and "ray task failed" in stderr, stderr  # the node's cell failed, said so
-    resumed = subprocess.run(
-        [sys.executable, "-m", "memory_lab.cli", "run", "--resume", str(out), "--quiet"],
-        env=cluster.env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    assert code == 1 and "both: exit 1" in stderr, stderr  # the node's cell failed, said so
+    assert "ray task failed" in stderr, stderr
+    resumed = subprocess.run(sweep, env=cluster.env, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
+    assert f"--resume {out} --executor ray --ray-address {cluster.address}" in resumed.stderr
     got, want = records_of(out), records_of(one_job)
     assert Counter(map(record_key, got)) == Counter(map(record_key, want))  # none lost or twice
     assert sorted(got, key=repr) == sorted(want, key=repr)  # and the same records
