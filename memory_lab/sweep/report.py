@@ -26,16 +26,19 @@ from memory_lab.sweep.growth import Bands, band_label, growth, per_doubling
 from memory_lab.sweep.spec import Run, Sweep
 
 
-def table(head: list[str], body: list[list[str]], markdown: bool) -> str:
-    """A table as Markdown, or as aligned plain text (first column left, the rest right)."""
+def table(head: list[str], body: list[list[str]], markdown: bool, align: str = "") -> str:
+    """A table as Markdown, or as aligned plain text; ``align`` says each column's side, ``l``
+    or ``r`` (default: the first, names, left; the rest, figures, right)."""
+    align = align or "l" + "r" * (len(head) - 1)
     if markdown:
-        lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+        rule = ["---" if a == "l" else "---:" for a in align]
+        lines = ["| " + " | ".join(head) + " |", "|" + "|".join(rule) + "|"]
         return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
     widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
 
     def line(row: list[str]) -> str:
         return "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w)
+            c.ljust(w) if align[i] == "l" else c.rjust(w)
             for i, (c, w) in enumerate(zip(row, widths, strict=True))
         )
 
@@ -165,7 +168,7 @@ def answer_section(measured: list[tuple[Run, list[dict[str, Any]]]], markdown: b
     return "\n\n".join(
         [
             rule,
-            table(head, body, markdown),
+            table(head, body, markdown, align="lrrlll"),
             "Evidence recall by run:",
             table(["memory", *(run.title for run, _ in measured)], recall, markdown),
         ]
