@@ -124,6 +124,7 @@ def run_one(
     folder = out / run.key
     if complete(folder):
         say(f"{run.key}: complete in {folder}; kept")
+        measure_floor(sweep, run, out, log, say)
         return EXIT_OK
     command = command_of(run if (folder / "run.json").is_file() else installed(run, say), folder)
     resumed = "--resume" in command
@@ -149,19 +150,29 @@ def run_one(
         f"CPU s, peak PSS {measured.peak_pss / 2**20:,.0f} MiB summed over "
         f"{measured.processes} process(es); sampler {100 * measured.sampler_share:.2f}% of a core"
     )
-    if measured.exit_code == EXIT_OK and sweep.measure.floor and "floor" not in entry:
-        from memory_lab.sweep.floor import floor
-
-        started = time.perf_counter()
-        entry["floor"] = {
-            kind: [texts, per]
-            for kind, (texts, per) in floor(
-                run.dialogues, run.memories, sample=sweep.measure.sample
-            ).items()
-        }
-        write_log(out, log)
-        say(f"{run.key}: embedding floor measured in {time.perf_counter() - started:,.0f} s")
+    if measured.exit_code == EXIT_OK:
+        measure_floor(sweep, run, out, log, say)
     return measured.exit_code
+
+
+def measure_floor(
+    sweep: Sweep, run: Run, out: Path, log: dict[str, Any], say: Callable[[str], None]
+) -> None:
+    """The embedding floor of a finished run's texts, once (``measure: {floor: true}``)."""
+    entry = _entry(log, sweep, run)
+    if not sweep.measure.floor or "floor" in entry:
+        return
+    from memory_lab.sweep.floor import floor
+
+    started = time.perf_counter()
+    entry["floor"] = {
+        kind: [texts, per]
+        for kind, (texts, per) in floor(
+            run.dialogues, run.memories, sample=sweep.measure.sample
+        ).items()
+    }
+    write_log(out, log)
+    say(f"{run.key}: embedding floor measured in {time.perf_counter() - started:,.0f} s")
 
 
 def run_sweep(

@@ -7,9 +7,10 @@ An offline run embeds, with the bundled multilingual-e5 (``--embeddings offline`
   ``rag`` too;
 - for ``rag``: its chunks, each time one changes (replayed with its own chunker);
 - for the offline reader: every question as a ``query:`` in e5 and in MiniLM, and, when
-  ``buffer`` is in the set, every sentence of every exchange (its prompts show the whole
-  history while it fits) as a ``passage:`` in both. Sentences of the other memories' contexts
-  are left out, which keeps it a lower bound.
+  ``buffer`` is in the set, every sentence that a probe's prompt shows (the history before the
+  probe, cut to the answering model's window: the offline reader's 128K tokens) as a
+  ``passage:`` in both. Sentences of the other memories' contexts are left out, which keeps it
+  a lower bound.
 
 ``floor(source, memories)`` counts those texts, times the bundled engines on a random sample of
 each kind (one thread, one text per call as a replay calls them; MiniLM's sentences in batches
@@ -35,8 +36,31 @@ KIND_MEMORIES = {
 }
 
 
-def texts_of(source: str) -> dict[str, tuple[list[str], str]]:
-    """Each kind of text an offline comparison over ``source`` embeds: (texts, engine)."""
+def shown(dialogue: Any, found: list[Any], window: int | None) -> set[int]:
+    """The exchanges (indices into ``found``) that some probe's buffer prompt shows: those
+    before the probe, the latest first, until ``window`` tokens (all of them without one)."""
+    from memory_lab.models.tokens import count_tokens
+
+    at = {}
+    for i, ex in enumerate(found):
+        for turn in (ex.user_turn_id, *ex.assistant_turn_ids):
+            at[turn] = i
+    sizes = [count_tokens(ex.user) + count_tokens(ex.assistant) for ex in found]
+    kept: set[int] = set()
+    for probe in dialogue.probes:
+        last = at.get(probe.after, len(found) - 1)
+        total = 0
+        for i in range(last, -1, -1):
+            total += sizes[i]
+            if window is not None and total > window:
+                break
+            kept.add(i)
+    return kept
+
+
+def texts_of(source: str, window: int | None = None) -> dict[str, tuple[list[str], str]]:
+    """Each kind of text an offline comparison over ``source`` embeds: (texts, engine); the
+    reader's sentences those a probe's prompt shows within ``window`` tokens."""
     from memory_lab.dialogue.sources import load_dialogues
     from memory_lab.models.prompt import INPUT_KEY, OUTPUT_KEY
     from memory_lab.models.reader_index import split_sentences
@@ -44,13 +68,16 @@ def texts_of(source: str) -> dict[str, tuple[list[str], str]]:
 
     docs, searches, sentences, questions = [], [], [], []
     for dialogue in load_dialogues(source):
-        for ex in exchanges(dialogue):
+        found = exchanges(dialogue)
+        seen = shown(dialogue, found, window)
+        for i, ex in enumerate(found):
             user = ex.dated_user()
             # VectorStoreRetrieverMemory stores "input: ...\nresponse: ..." per exchange
             docs.append(f"{INPUT_KEY}: {user}\n{OUTPUT_KEY}: {ex.assistant}")
             if ex.user_turn_id is not None:
                 searches.append(ex.user)
-            sentences.extend(split_sentences(f"Human: {user}\nAI: {ex.assistant}"))
+            if i in seen:
+                sentences.extend(split_sentences(f"Human: {user}\nAI: {ex.assistant}"))
         questions.extend(p.question for p in dialogue.probes)
     unique = lambda xs: list(dict.fromkeys(xs))  # noqa: E731
     return {
@@ -129,10 +156,11 @@ def floor(
     ``rag:chunk_tokens=256``) over ``source`` embeds."""
     from memory_lab.memories.registry import parse_memory_spec
     from memory_lab.models.embeddings import resolve_embedding_model
+    from memory_lab.models.windows import model_window
 
     specs = [parse_memory_spec(m) for m in memories]
     e5 = resolve_embedding_model("multilingual-e5-small")  # --embeddings offline
-    every = texts_of(source)
+    every = texts_of(source, window=model_window("offline"))
     kinds = {k: every[k] for k in floor_kinds(s.name for s in specs)}
     for size in sorted({int(s.params.get("chunk_tokens", 512)) for s in specs if s.name == "rag"}):
         kinds[f"rag: {size}-token chunks as passages (e5)"] = (
