@@ -114,14 +114,12 @@ def measure(
     command: list[str],
     env: Mapping[str, str] | None = None,
     interval: float = 1.0,
-    on_sample: Callable[[int, int], None] | None = None,
     stdout: IO | int | None = None,
     on_start: Callable[[int], None] | None = None,
 ) -> Measured:
     """Run ``command`` to its end, sampling its process tree every ``interval`` seconds;
-    ``on_sample(pss, rss)`` is called with each sample's sums; ``stdout`` is the command's
-    (``subprocess.Popen``'s: a file, ``DEVNULL``, or None for this process's); ``on_start``
-    is given the command's process id once it has started."""
+    ``stdout`` is the command's (``subprocess.Popen``'s: a file, ``DEVNULL``, or None for this
+    process's); ``on_start`` is given the command's process id once it has started."""
     load_before = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started_at = time.time()
@@ -147,8 +145,6 @@ def measure(
                 peak["rss"] = max(peak["rss"], rss)
                 peak["processes"] = max(peak["processes"], count)
                 peak["samples"] += 1
-                if on_sample:
-                    on_sample(pss, rss)
             peak["cpu"] = time.thread_time() - clock
             done.wait(max(interval, (time.thread_time() - look) / BUDGET))
 
